@@ -1,0 +1,455 @@
+// Package delayqueue provides Queue, an in-process delay queue: items go in
+// with a deadline and come out, exactly once, when the deadline has passed,
+// earliest deadline first.
+//
+// Items live in an array-backed min-heap ordered by (deadline, offer order)
+// under one mutex. Blocked takers wait Leader-Follower style: one goroutine,
+// the leader, sleeps on a timer for exactly the head's remaining delay, and
+// the others wait on their own channels with no timer until promoted. So a
+// queue with many blocked takers wakes one goroutine per event, never spins
+// while nothing is due, and allocates nothing per operation in steady state.
+package delayqueue
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrClosed is returned by operations that add or wait for items once the
+// queue has been closed.
+var ErrClosed = errors.New("delayqueue: closed")
+
+// ErrFull is returned by Offer when a bounded queue holds its capacity.
+var ErrFull = errors.New("delayqueue: full")
+
+// Option configures a Queue in New.
+type Option func(*config)
+
+type config struct {
+	capacity int
+	precise  bool
+}
+
+// WithCapacity bounds the queue to n items: Offer returns ErrFull and Put
+// blocks while n items are queued. n == 0 means unbounded (the default);
+// New panics if n < 0.
+func WithCapacity(n int) Option {
+	return func(c *config) { c.capacity = n }
+}
+
+// Handle refers to one item offered to a Queue, for Remove and Reschedule.
+// Handles are comparable. The zero Handle refers to nothing, and a handle
+// stops referring to its item once the item leaves the queue, even if the
+// queue reuses the item's storage for a new one.
+type Handle struct {
+	queue uint64 // Queue.id of the issuing queue; 0 in the zero Handle
+	slot  uint32
+	gen   uint32
+}
+
+// Stats is a snapshot of a queue's counters. At any moment when no call is
+// in progress, Offered == Taken + Removed + Drained + Len.
+type Stats struct {
+	Len     int    // items queued now
+	Waiting int    // goroutines blocked in Take/TakeBatch now
+	Offered uint64 // items accepted by Offer/OfferAfter/Put
+	Taken   uint64 // items handed out by Take/TakeBatch/Poll/DrainExpired
+	Removed uint64 // items removed by Remove
+	Drained uint64 // items returned by Drain
+	Wakeups uint64 // times a goroutine blocked in Take/TakeBatch resumed from a wait, for any reason
+}
+
+var lastQueueID atomic.Uint64
+
+// Queue is a delay queue of values of type T. Each value has a deadline; it
+// becomes due when the deadline is at or before now, and due values leave in
+// deadline order, equal deadlines in the order they were offered.
+//
+// Deadlines are kept on the monotonic clock: a deadline that carries a
+// monotonic reading (as time.Now().Add(d) does) is never made early or late
+// by a step of the wall clock. A deadline without one (from time.Date, say)
+// is placed on the monotonic clock by its wall-clock distance from the
+// queue's creation. Past and zero deadlines are due at once.
+//
+// Every value accepted by Offer, OfferAfter or Put leaves the queue exactly
+// once: through Take, TakeBatch, Poll, DrainExpired, Remove or Drain.
+//
+// A Queue must be created with New. It is safe for concurrent use by
+// multiple goroutines.
+type Queue[T any] struct {
+	id       uint64    // for Handles; never 0
+	base     time.Time // deadlines are nanoseconds since base (monotonic)
+	capacity int       // 0: unbounded
+	timer    leaderTimer
+
+	mu sync.Mutex
+	// The fields below are guarded by mu.
+	heap       heap[T]
+	lastNow    int64 // the latest clock reading, in ns since base
+	closed     bool
+	leader     *waiter  // the taker responsible for the head; nil if none
+	followers  waitList // blocked takers without a timer, FIFO
+	putters    waitList // blocked Puts, FIFO
+	waiterPool []*waiter
+	waiting    int
+	offered    uint64
+	taken      uint64
+	removed    uint64
+	drained    uint64
+	wakeups    uint64
+}
+
+// New returns an empty, open queue configured by opts.
+func New[T any](opts ...Option) *Queue[T] {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.capacity < 0 {
+		panic("delayqueue: WithCapacity with a negative capacity")
+	}
+	q := &Queue[T]{
+		id:       lastQueueID.Add(1),
+		base:     time.Now(),
+		capacity: c.capacity,
+	}
+	if c.precise {
+		q.timer = newPreciseTimer()
+	} else {
+		q.timer = new(runtimeTimer)
+	}
+	return q
+}
+
+// tick places a deadline on the queue's clock. time.Time.Sub saturates, so
+// the zero time and the year 9999 map to the ends of the int64 range rather
+// than overflowing.
+func (q *Queue[T]) tick(at time.Time) int64 { return int64(at.Sub(q.base)) }
+
+// readClockLocked reads the clock and remembers the reading.
+func (q *Queue[T]) readClockLocked() int64 {
+	q.lastNow = int64(time.Since(q.base))
+	return q.lastNow
+}
+
+// headDueLocked reports whether the head exists and is due. Deadlines at or
+// before the last reading are due without reading the clock again.
+func (q *Queue[T]) headDueLocked() bool {
+	if q.heap.len() == 0 {
+		return false
+	}
+	at := q.heap.head().at
+	return at <= q.lastNow || at <= q.readClockLocked()
+}
+
+// Offer adds v with deadline at and returns a handle to it. It never blocks.
+// It returns ErrClosed after Close, and ErrFull if the queue is bounded and
+// full.
+// The complexity is O(log n) where n = q.Len().
+func (q *Queue[T]) Offer(v T, at time.Time) (Handle, error) {
+	t := q.tick(at)
+	q.mu.Lock()
+	h, err := q.offerLocked(v, t)
+	q.mu.Unlock()
+	return h, err
+}
+
+// OfferAfter is Offer(v, time.Now().Add(d)).
+func (q *Queue[T]) OfferAfter(v T, d time.Duration) (Handle, error) {
+	return q.Offer(v, time.Now().Add(d))
+}
+
+func (q *Queue[T]) offerLocked(v T, at int64) (Handle, error) {
+	if q.closed {
+		return Handle{}, ErrClosed
+	}
+	if q.capacity > 0 && q.heap.len() >= q.capacity {
+		return Handle{}, ErrFull
+	}
+	slot, gen := q.heap.push(v, at)
+	q.offered++
+	if q.heap.head().slot == slot {
+		q.newHeadLocked()
+	}
+	return Handle{queue: q.id, slot: slot, gen: gen}, nil
+}
+
+// Put adds v with deadline at, blocking while a bounded queue is full.
+// It returns ctx.Err() if ctx is done before v is added (at once, without
+// adding v, if ctx is already done), and ErrClosed if the queue is or
+// becomes closed first.
+func (q *Queue[T]) Put(ctx context.Context, v T, at time.Time) (Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return Handle{}, err
+	}
+	t := q.tick(at)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.closed || q.capacity == 0 || q.heap.len() < q.capacity {
+			return q.offerLocked(v, t)
+		}
+		w := q.getWaiterLocked()
+		q.putters.pushBack(w)
+		q.mu.Unlock()
+		var err error
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		q.mu.Lock()
+		if w.list != nil {
+			w.list.remove(w)
+		} else if err != nil && q.heap.len() < q.capacity {
+			q.spaceFreedLocked(1) // pass on the wake-up we will not use
+		}
+		w.consume()
+		q.waiterPool = append(q.waiterPool, w)
+		if err != nil {
+			return Handle{}, err
+		}
+	}
+}
+
+// Take removes and returns the head once it is due, blocking until then.
+// It returns ctx.Err() if ctx is done first (at once, taking nothing, if ctx
+// is already done), and ErrClosed if the queue is or becomes closed while no
+// item is due. When ctx ends during the wait, the item is either returned
+// with a nil error or left in the queue: never lost, never duplicated.
+func (q *Queue[T]) Take(ctx context.Context) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	q.mu.Lock()
+	var w *waiter
+	for {
+		if q.headDueLocked() {
+			v := q.heap.pop()
+			q.taken++
+			q.leaveLocked(w)
+			q.promoteLocked()
+			q.spaceFreedLocked(1)
+			q.mu.Unlock()
+			return v, nil
+		}
+		if err := q.waitTakeLocked(ctx, &w); err != nil {
+			q.mu.Unlock()
+			return zero, err
+		}
+	}
+}
+
+// waitTakeLocked blocks a taker until it should look again, or returns why
+// it must stop (ErrClosed or ctx.Err()), having left the waiters.
+func (q *Queue[T]) waitTakeLocked(ctx context.Context, w **waiter) error {
+	if q.closed {
+		q.leaveLocked(*w)
+		return ErrClosed
+	}
+	if *w == nil {
+		*w = q.getWaiterLocked()
+	}
+	if err := q.awaitLocked(ctx, *w); err != nil {
+		q.leaveLocked(*w)
+		return err
+	}
+	return nil
+}
+
+// TakeBatch blocks until at least one item is due, then appends up to max
+// due items (all due items if max <= 0) to dst in delivery order and returns
+// the extended slice. Errors are as for Take; on error dst is returned
+// unchanged.
+func (q *Queue[T]) TakeBatch(ctx context.Context, dst []T, max int) ([]T, error) {
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
+	q.mu.Lock()
+	var w *waiter
+	for {
+		if q.headDueLocked() {
+			dst = q.popDueLocked(dst, max)
+			q.leaveLocked(w)
+			q.promoteLocked()
+			q.mu.Unlock()
+			return dst, nil
+		}
+		if err := q.waitTakeLocked(ctx, &w); err != nil {
+			q.mu.Unlock()
+			return dst, err
+		}
+	}
+}
+
+// popDueLocked appends up to max (max <= 0: all) due items to dst.
+func (q *Queue[T]) popDueLocked(dst []T, max int) []T {
+	n := 0
+	for (max <= 0 || n < max) && q.headDueLocked() {
+		dst = append(dst, q.heap.pop())
+		n++
+	}
+	q.taken += uint64(n)
+	q.spaceFreedLocked(n)
+	return dst
+}
+
+// Poll removes and returns the head if it is due. It never blocks.
+func (q *Queue[T]) Poll() (T, bool) {
+	q.mu.Lock()
+	if !q.headDueLocked() {
+		q.mu.Unlock()
+		var zero T
+		return zero, false
+	}
+	v := q.heap.pop()
+	q.taken++
+	q.spaceFreedLocked(1)
+	q.mu.Unlock()
+	return v, true
+}
+
+// DrainExpired appends up to max due items (all due items if max <= 0) to
+// dst in delivery order and returns the extended slice. It never blocks.
+func (q *Queue[T]) DrainExpired(dst []T, max int) []T {
+	q.mu.Lock()
+	dst = q.popDueLocked(dst, max)
+	q.mu.Unlock()
+	return dst
+}
+
+// Peek returns the head, due or not, and its deadline, without removing it.
+// ok is false if the queue is empty. The deadline is the one given to Offer
+// as the queue's clock holds it: equal to it by time.Time.Equal, except for
+// deadlines more than 292 years from the queue's creation, which are
+// clamped.
+func (q *Queue[T]) Peek() (v T, at time.Time, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.heap.len() == 0 {
+		return v, at, false
+	}
+	h := q.heap.head()
+	return h.v, q.base.Add(time.Duration(h.at)), true
+}
+
+// Remove removes the item h refers to and returns it. It returns false if h
+// is the zero Handle, comes from another queue, or its item already left.
+// It wakes no blocked taker.
+// The complexity is O(log n) where n = q.Len().
+func (q *Queue[T]) Remove(h Handle) (T, bool) {
+	var zero T
+	if h.queue != q.id {
+		return zero, false
+	}
+	q.mu.Lock()
+	i := q.heap.lookup(h.slot, h.gen)
+	if i < 0 {
+		q.mu.Unlock()
+		return zero, false
+	}
+	v := q.heap.removeAt(i)
+	q.removed++
+	q.spaceFreedLocked(1)
+	q.mu.Unlock()
+	return v, true
+}
+
+// Reschedule gives the item h refers to the new deadline at; for ties it
+// counts as newly offered. It returns false as Remove does. It wakes a
+// blocked taker only if the item becomes a head earlier than the old one.
+// The complexity is O(log n) where n = q.Len().
+func (q *Queue[T]) Reschedule(h Handle, at time.Time) bool {
+	if h.queue != q.id {
+		return false
+	}
+	t := q.tick(at)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := q.heap.lookup(h.slot, h.gen)
+	if i < 0 {
+		return false
+	}
+	oldHead := q.heap.head().at
+	q.heap.fix(i, t)
+	if q.heap.head().slot == h.slot && t < oldHead {
+		q.newHeadLocked()
+	}
+	return true
+}
+
+// Len returns the number of items queued, due or not.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.heap.len()
+}
+
+// Close closes the queue. Blocked and later Take, TakeBatch and Put calls,
+// and later Offers, return ErrClosed. Items still queued stay for Drain;
+// Poll, DrainExpired, Peek, Remove, Reschedule, Len, Stats and Drain keep
+// working. Close is idempotent and safe to call from any goroutine.
+func (q *Queue[T]) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	q.closed = true
+	q.wakeAllLocked()
+	q.timer.close()
+}
+
+// Drain removes and returns every item, due or not, in delivery order. It
+// works whether the queue is open or closed, and returns nil if it is empty.
+func (q *Queue[T]) Drain() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.heap.len()
+	if n == 0 {
+		return nil
+	}
+	out := make([]T, 0, n)
+	for q.heap.len() > 0 {
+		out = append(out, q.heap.pop())
+	}
+	q.drained += uint64(n)
+	q.spaceFreedLocked(n)
+	return out
+}
+
+// Stats returns a snapshot of the queue's counters.
+func (q *Queue[T]) Stats() Stats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return Stats{
+		Len:     q.heap.len(),
+		Waiting: q.waiting,
+		Offered: q.offered,
+		Taken:   q.taken,
+		Removed: q.removed,
+		Drained: q.drained,
+		Wakeups: q.wakeups,
+	}
+}
+
+// Consume returns an iterator over items as Take returns them. The loop
+// ends when Take fails: when ctx is done or the queue is closed (check
+// ctx.Err() to tell which). Breaking out of the loop takes nothing more.
+//
+//	for v := range q.Consume(ctx) { handle(v) }
+func (q *Queue[T]) Consume(ctx context.Context) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for {
+			v, err := q.Take(ctx)
+			if err != nil || !yield(v) {
+				return
+			}
+		}
+	}
+}

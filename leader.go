@@ -1,0 +1,244 @@
+package delayqueue
+
+import (
+	"context"
+	"time"
+)
+
+// This file holds the Leader-Follower hand-off between blocked takers.
+//
+// At most one blocked taker, the leader, sleeps on a timer for exactly the
+// head's remaining delay. Every other blocked taker is a follower: it waits on
+// its own channel, in a FIFO list, with no timer. When the leader leaves (it
+// took an item, its ctx ended, or the queue closed) it promotes the first
+// follower, if items remain, by making it the leader and waking it. An Offer
+// that creates a new head wakes the leader (to re-arm for the earlier
+// deadline) or, if there is none, promotes one follower. So an Offer wakes at
+// most one taker, an item falling due wakes at most one, and nothing spins
+// while nothing is due.
+//
+//	Offer ──new head──▶ leader ──timer(head.at−now)──▶ takes head
+//	                      ▲                               │
+//	                      └──── promote first follower ◀──┘
+//	followers: [w1] → [w2] → [w3]   (no timers; each parked on w.ready)
+
+// waiter is one goroutine blocked in Take, TakeBatch or Put.
+//
+// A token in ready means "look at the queue again". Tokens are sent only
+// under Queue.mu, and only to the leader or to a waiter that the sender
+// removed from its list in the same critical section, so once a waiter is
+// neither listed nor the leader no one sends to it and it can be reused.
+type waiter struct {
+	ready      chan struct{} // capacity 1
+	prev, next *waiter       // links in a waitList
+	list       *waitList     // the list w is on, nil if none
+}
+
+// signal leaves a token in w.ready unless one is already there.
+func (w *waiter) signal() {
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
+
+// consume removes a pending token, if any.
+func (w *waiter) consume() {
+	select {
+	case <-w.ready:
+	default:
+	}
+}
+
+// waitList is an intrusive FIFO list of waiters: pushing and removing
+// allocate nothing, and a waiter whose ctx ends can leave from the middle.
+type waitList struct {
+	head, tail *waiter
+	n          int
+}
+
+func (l *waitList) pushBack(w *waiter) {
+	w.list, w.prev, w.next = l, l.tail, nil
+	if l.tail != nil {
+		l.tail.next = w
+	} else {
+		l.head = w
+	}
+	l.tail = w
+	l.n++
+}
+
+func (l *waitList) remove(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.list, w.prev, w.next = nil, nil, nil
+	l.n--
+}
+
+// popFront removes and returns the first waiter, or nil if l is empty.
+func (l *waitList) popFront() *waiter {
+	w := l.head
+	if w != nil {
+		l.remove(w)
+	}
+	return w
+}
+
+// leaderTimer is what the leader sleeps on. The default is the runtime's
+// time.Timer; WithPreciseTimer swaps in a high-resolution one.
+type leaderTimer interface {
+	// wait blocks until d has elapsed, a token arrives on ready, or ctx is
+	// done, and returns ctx.Err() only in the last case. Only the current
+	// leader calls it, without holding Queue.mu.
+	wait(ctx context.Context, d time.Duration, ready <-chan struct{}) error
+	// wake makes a wait in progress return soon. It is called under
+	// Queue.mu right after a token is sent to the leader's ready channel.
+	wake()
+	// close releases the timer's resources; it is called once, by Close.
+	close()
+}
+
+// runtimeTimer is the default leaderTimer: one time.Timer per queue, created
+// by the first leader and reset by each later one. Since Go 1.23 Stop and
+// Reset guarantee no stale tick is received afterwards, so reuse is safe.
+type runtimeTimer struct {
+	t *time.Timer // touched only by the current leader
+}
+
+func (rt *runtimeTimer) wait(ctx context.Context, d time.Duration, ready <-chan struct{}) error {
+	if rt.t == nil {
+		rt.t = time.NewTimer(d)
+	} else {
+		rt.t.Reset(d)
+	}
+	select {
+	case <-rt.t.C:
+		return nil
+	case <-ready:
+		rt.t.Stop()
+		return nil
+	case <-ctx.Done():
+		rt.t.Stop()
+		return ctx.Err()
+	}
+}
+
+func (*runtimeTimer) wake()  {}
+func (*runtimeTimer) close() {}
+
+// getWaiterLocked returns a waiter from the queue's pool, or a new one.
+func (q *Queue[T]) getWaiterLocked() *waiter {
+	if n := len(q.waiterPool); n > 0 {
+		w := q.waiterPool[n-1]
+		q.waiterPool[n-1] = nil
+		q.waiterPool = q.waiterPool[:n-1]
+		return w
+	}
+	return &waiter{ready: make(chan struct{}, 1)}
+}
+
+// awaitLocked blocks the taker w until it should look at the queue again.
+// If there is a head and no leader, w becomes the leader and sleeps on the
+// timer until the head is due; a leader stays leader across calls until
+// leaveLocked. Otherwise w waits as a follower until promoted or until Close.
+// It is called and returns with q.mu held, and returns ctx.Err() if the wait
+// ended because ctx was done; the caller must then call leaveLocked.
+func (q *Queue[T]) awaitLocked(ctx context.Context, w *waiter) error {
+	if q.leader == nil && q.heap.len() > 0 {
+		q.leader = w
+	}
+	q.waiting++
+	var err error
+	if q.leader == w && q.heap.len() > 0 {
+		d := time.Duration(q.heap.head().at - q.readClockLocked())
+		q.mu.Unlock()
+		err = q.timer.wait(ctx, d, w.ready)
+		q.mu.Lock()
+	} else {
+		if q.leader != w {
+			q.followers.pushBack(w)
+		}
+		q.mu.Unlock()
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		q.mu.Lock()
+	}
+	w.consume()
+	q.waiting--
+	q.wakeups++
+	return err
+}
+
+// leaveLocked is called when taker w stops taking (it got its items, its
+// ctx ended, or the queue closed). A leaving leader promotes a follower so
+// the remaining items keep someone waiting for them; a follower that was
+// still listed just leaves the list. w goes back to the pool.
+func (q *Queue[T]) leaveLocked(w *waiter) {
+	if w == nil {
+		return
+	}
+	if q.leader == w {
+		q.leader = nil
+		q.promoteLocked()
+	} else if w.list != nil {
+		w.list.remove(w)
+	}
+	w.consume()
+	q.waiterPool = append(q.waiterPool, w)
+}
+
+// promoteLocked makes the first follower the leader and wakes it, if there
+// are items and no leader.
+func (q *Queue[T]) promoteLocked() {
+	if q.leader != nil || q.heap.len() == 0 {
+		return
+	}
+	if w := q.followers.popFront(); w != nil {
+		q.leader = w
+		w.signal()
+	}
+}
+
+// newHeadLocked is called when the head became earlier (Offer or Reschedule):
+// the leader must re-arm, or a follower must become leader. One wake-up.
+func (q *Queue[T]) newHeadLocked() {
+	if q.leader != nil {
+		q.leader.signal()
+		q.timer.wake()
+		return
+	}
+	q.promoteLocked()
+}
+
+// spaceFreedLocked wakes up to n blocked Puts after n items left a bounded
+// queue. A woken Put that finds the queue full again waits again.
+func (q *Queue[T]) spaceFreedLocked(n int) {
+	for ; n > 0 && q.putters.n > 0; n-- {
+		q.putters.popFront().signal()
+	}
+}
+
+// wakeAllLocked wakes every blocked taker and Put; used by Close.
+func (q *Queue[T]) wakeAllLocked() {
+	if q.leader != nil {
+		q.leader.signal()
+		q.timer.wake()
+	}
+	for w := q.followers.popFront(); w != nil; w = q.followers.popFront() {
+		w.signal()
+	}
+	for w := q.putters.popFront(); w != nil; w = q.putters.popFront() {
+		w.signal()
+	}
+}
