@@ -218,9 +218,10 @@ func (q *Queue[T]) Put(ctx context.Context, v T, at time.Time) (Handle, error) {
 
 // Take removes and returns the head once it is due, blocking until then.
 // It returns ctx.Err() if ctx is done first (at once, taking nothing, if ctx
-// is already done), and ErrClosed if the queue is or becomes closed while no
-// item is due. When ctx ends during the wait, the item is either returned
-// with a nil error or left in the queue: never lost, never duplicated.
+// is already done), and ErrClosed if the queue is or becomes closed first,
+// taking nothing: items left stay for Drain. When ctx ends during the wait,
+// the item is either returned with a nil error or left in the queue: never
+// lost, never duplicated.
 func (q *Queue[T]) Take(ctx context.Context) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
@@ -229,7 +230,7 @@ func (q *Queue[T]) Take(ctx context.Context) (T, error) {
 	q.mu.Lock()
 	var w *waiter
 	for {
-		if q.headDueLocked() {
+		if !q.closed && q.headDueLocked() {
 			v := q.heap.pop()
 			q.taken++
 			q.leaveLocked(w)
@@ -273,7 +274,7 @@ func (q *Queue[T]) TakeBatch(ctx context.Context, dst []T, max int) ([]T, error)
 	q.mu.Lock()
 	var w *waiter
 	for {
-		if q.headDueLocked() {
+		if !q.closed && q.headDueLocked() {
 			dst = q.popDueLocked(dst, max)
 			q.leaveLocked(w)
 			q.promoteLocked()

@@ -175,10 +175,12 @@ func (h *heap[T]) removeAt(i int) T {
 // (it counts as newly offered for ties), then restores the heap order.
 // The complexity is O(log n) where n = h.len().
 func (h *heap[T]) fix(i int, at int64) {
-	h.nodes[i].at = at
-	h.nodes[i].seq = h.takeSeq()
+	slot := h.nodes[i].slot
+	seq := h.takeSeq()
 	// takeSeq may have renumbered, moving the node; find it again.
-	i = int(h.slots[h.nodes[i].slot].pos)
+	i = int(h.slots[slot].pos)
+	h.nodes[i].at = at
+	h.nodes[i].seq = seq
 	if !h.siftDown(i) {
 		h.siftUp(i)
 	}
