@@ -1,0 +1,91 @@
+// Package redisq is a durable, multi-process delay queue on Redis, the
+// Redis backend of github.com/dq-go/delayqueue. It lives in its own module so
+// that the core keeps zero dependencies.
+//
+// Any number of processes share a queue by name. Producers Enqueue items (an
+// id and a []byte payload) due at a time; consumers Take them when due, then
+// Ack (done), Nack (retry later) or Extend (need more time). Delivery is
+// at-least-once: an item whose consumer dies is redelivered when its lease
+// (the visibility timeout) expires, with Attempts incremented, and the dead
+// consumer's late Ack is rejected with ErrLeaseLost.
+//
+// # Design
+//
+// Every state change is one Lua script (EVALSHA through redis.Script, with
+// EVAL fallback on NOSCRIPT, e.g. after a restart) over keys that share the
+// hash tag {dq:NAME}, so the queue works on a single node, behind Sentinel
+// and on Cluster (one slot per queue):
+//
+//	{dq:NAME}:sched  zset  member -> due time (ms)
+//	{dq:NAME}:lease  zset  member -> lease deadline (ms)
+//	{dq:NAME}:dead   zset  member -> time of death (ms)
+//	{dq:NAME}:m:ID   hash  p (payload), due, att (deliveries), st (s/l/d),
+//	                       mem (its zset member), tok (lease token), dl
+//	                       (lease deadline), can (cancelled in flight), enq
+//	{dq:NAME}:wake   zset  wake marker, member "w"
+//	{dq:NAME}:timer  string with TTL: which waiter owns the next-due timer
+//	{dq:NAME}:stats  hash  counters
+//	{dq:NAME}:seq    INCR sequence for members and lease tokens
+//	{dq:NAME}:w:...  short-lived private wake keys of blocked waiters
+//
+// Zset members are "%016d"-style zero-padded sequence numbers, ":" and the
+// id. Redis orders equal scores by member, so the sequence keeps FIFO among
+// equal due times without squeezing a tie-breaker into the float score (a
+// millisecond timestamp already uses 41 of its 53 bits). Payloads live only
+// in the item hash. The member is stored in the hash, so Cancel and
+// Reschedule are O(log n) in every state.
+//
+// Time is always redis.call('TIME') inside the script (Redis 7 replicates
+// scripts by effects), never the client clock; EnqueueAfter and
+// RescheduleAfter add their delay to it. Enqueue with an absolute time is the
+// caller's explicit choice of clock.
+//
+// The claim script first returns up to a bounded batch of expired leases to
+// sched (after backoff) or to dead (after max attempts; or deletes them if
+// cancelled in flight), then moves up to n due items to lease with a fresh
+// token (from the sequence) and deadline now+visibility. Ack, Nack and Extend
+// check the token and that the deadline has not passed by the Redis clock.
+// Every script does O(batch · log n) work; no script scans.
+//
+// # Waiting without polling
+//
+// Consumers block in BZPOPMIN on the wake marker. Enqueue and Reschedule
+// that create a new head of sched, Nack that does, and a claim that leaves due
+// items behind, ZADD the marker: one blocked consumer pops it and claims;
+// the rest keep waiting. Waiting for a future due time is coordinated through
+// the timer key: the first waiter that finds the head in the future becomes
+// its owner (SET PX until due) and sleeps until then; the others wait on the
+// marker for up to the wake cap. An owner that gets work, or leaves Take,
+// gives the timer up and re-arms the marker so another waiter takes it over. This avoids a
+// thundering herd of all consumers at every due time.
+//
+// Redis only checks blocked clients' timeouts once per event-loop pass
+// (every 100ms at the default hz 10 on an idle server), so the timer owner
+// does not rely on the BZPOPMIN timeout to wake on time: a local timer pushes
+// a marker to the waiter's private key at the due instant (the duration
+// comes from Redis; the following claim still decides by Redis TIME). The
+// same private key makes ctx cancellation and Close end a blocked wait at
+// once, even with clients that do not honour context deadlines
+// (ContextTimeoutEnabled false, the go-redis default).
+//
+// Waits for a known due time of at most 25ms are plain local sleeps with no
+// Redis command: under steady load they are the common case, and the
+// BZPOPMIN and the push that ends it are both writes (with appendfsync
+// always, each waits for an fsync before its reply).
+//
+// A lost wake-up (a consumer that popped the marker and died, a timer owner
+// that died) costs at most the wake cap, never an item. go-redis truncates
+// BZPopMin's timeout to whole seconds, so waits under a second are sent with
+// Do and a fractional timeout, which relies on the client's ReadTimeout
+// (default 3s; New keeps such waits under half of a shorter ReadTimeout);
+// waits of a second or more use BZPopMin, for which go-redis extends the read
+// deadline by the timeout.
+//
+// # Durability
+//
+// Durability is the server's: with appendonly yes and appendfsync always, an
+// acknowledged Enqueue or Ack survives a crash of redis-server. New checks
+// that maxmemory-policy is noeviction (an evicting server may drop queue
+// keys) and fails (or warns, see WithEvictionCheck); where CONFIG is disabled
+// it logs a note and skips the check.
+package redisq

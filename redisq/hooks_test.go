@@ -1,0 +1,53 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func splitLines(s string) []string { return strings.Split(strings.ReplaceAll(s, "\r", ""), "\n") }
+
+// denyConfig makes CONFIG fail as it does on managed Redis services.
+type denyConfig struct{}
+
+func (denyConfig) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (denyConfig) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.EqualFold(cmd.Name(), "config") {
+			err := errors.New("ERR unknown command 'CONFIG'")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+func (denyConfig) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// countHook counts commands by name.
+type countHook struct{ total, bzpopmin, eval atomic.Int64 }
+
+func (*countHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.total.Add(1)
+		switch strings.ToLower(cmd.Name()) {
+		case "bzpopmin":
+			h.bzpopmin.Add(1)
+		case "evalsha", "eval":
+			h.eval.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

@@ -1,0 +1,204 @@
+package redisq
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("REDISQ_HELPER"); mode != "" {
+		os.Exit(runHelper(mode))
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: github.com/dq-go/delayqueue/redisq tests need redis-server on PATH: apt-get install -y redis-server")
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runHelper is the subprocess side of tests that kill a consumer: it claims
+// one item, prints it and then hangs until it is killed.
+func runHelper(mode string) int {
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: os.Getenv("REDISQ_ADDR")})
+	vis, _ := time.ParseDuration(os.Getenv("REDISQ_VIS"))
+	q, err := New(ctx, c, os.Getenv("REDISQ_QUEUE"), WithVisibilityTimeout(vis))
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 2
+	}
+	switch mode {
+	case "claim":
+		m, err := q.Take(ctx)
+		if err != nil {
+			fmt.Println("ERR", err)
+			return 2
+		}
+		fmt.Printf("CLAIMED %s %s %d\n", m.ID, m.token, m.Attempts)
+		select {} // wait for SIGKILL
+	}
+	return 3
+}
+
+// server is a redis-server child process owned by one test.
+type server struct {
+	t        testing.TB
+	dir      string
+	port     int
+	args     []string
+	realtime bool // run the server SCHED_FIFO (see start)
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startRedis starts redis-server on a free loopback port in a temp dir with
+// AOF on and appendfsync always; extra args are appended (later wins).
+func startRedis(t testing.TB, extra ...string) *server {
+	t.Helper()
+	s := &server{t: t, dir: t.TempDir(), port: freePort(t)}
+	s.args = append([]string{
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--dir", s.dir, "--appendonly", "yes", "--appendfsync", "always",
+		"--save", "", "--daemonize", "no", "--logfile", filepath.Join(s.dir, "redis.log"),
+	}, extra...)
+	s.start()
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+func (s *server) start() {
+	s.t.Helper()
+	s.mu.Lock()
+	s.cmd = exec.Command("redis-server", s.args...)
+	require.NoError(s.t, s.cmd.Start())
+	if s.realtime {
+		// SCHED_FIFO beats every normal task, whatever cgroup or autogroup
+		// it is in; best effort (needs root or CAP_SYS_NICE).
+		if out, err := exec.Command("chrt", "-a", "-f", "-p", "1", strconv.Itoa(s.cmd.Process.Pid)).CombinedOutput(); err != nil {
+			s.t.Logf("could not give redis-server realtime priority: %v %s", err, out)
+		}
+	}
+	s.mu.Unlock()
+	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := c.Ping(context.Background()).Err()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			s.t.Fatalf("redis-server did not start: %v\n%s", err, log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL (no shutdown save, no fsync beyond what already happened).
+func (s *server) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // in case it was stopped
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+func (s *server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.NoError(s.t, s.cmd.Process.Signal(sig))
+}
+
+// client returns a client closed at test cleanup.
+func (s *server) client(t testing.TB, tweak ...func(*redis.Options)) *redis.Client {
+	o := &redis.Options{Addr: s.addr()}
+	for _, f := range tweak {
+		f(o)
+	}
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// newQueue returns a queue closed at test cleanup (before its client).
+func newQueue(t testing.TB, c redis.UniversalClient, name string, opts ...Option) *Queue {
+	t.Helper()
+	q, err := New(context.Background(), c, name, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() })
+	return q
+}
+
+// audit fails the test unless every item is in exactly one place.
+func audit(t testing.TB, q *Queue) *AuditReport {
+	t.Helper()
+	r, err := q.Audit(context.Background())
+	require.NoError(t, err)
+	require.True(t, r.OK(), "audit problems: %v (+%d more)", r.Problems, r.More)
+	return r
+}
+
+// redisNow reads Redis TIME.
+func redisNow(t testing.TB, c redis.UniversalClient) time.Time {
+	t.Helper()
+	tm, err := c.Time(context.Background()).Result()
+	require.NoError(t, err)
+	return tm
+}
+
+// eventually polls cond every 5ms until it holds or the deadline passes.
+func eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v: %s", d, msg)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// helperProcess starts this test binary in helper mode and returns its
+// command and a reader of its stdout lines.
+func helperProcess(t testing.TB, mode string, env ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), "REDISQ_HELPER="+mode), env...)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, bufio.NewScanner(out)
+}
+
+func fields(line string) []string { return strings.Fields(line) }

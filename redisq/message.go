@@ -1,0 +1,119 @@
+package redisq
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Message is one leased delivery of an item. Its lease ends at Deadline by
+// the Redis clock unless extended; settle it with exactly one of Ack or Nack.
+// A Message may be used from any goroutine.
+type Message struct {
+	q *Queue
+
+	ID        string
+	Payload   []byte
+	Attempts  int       // deliveries so far, including this one (1 on first delivery)
+	Due       time.Time // due time (Redis clock)
+	ClaimedAt time.Time // Redis TIME when this lease was granted; never before Due
+	Deadline  time.Time // lease deadline (Redis clock); updated by Extend
+
+	token string
+}
+
+// Ack deletes the item: it will not be delivered again. It blocks for one
+// round trip. It returns nil on success, ErrLeaseLost when the lease has
+// expired by the Redis clock or another consumer holds the item now (nothing
+// changes: the item is or will be redelivered), or a Redis/context error (the
+// ack may or may not have been applied; a retry then returns nil or
+// ErrLeaseLost).
+func (m *Message) Ack(ctx context.Context) error {
+	r, err := m.q.run(ctx, scriptAck, m.ID, m.token)
+	if err != nil {
+		return err
+	}
+	if toInt(r[0]) == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Nack gives the item back for redelivery after the queue's backoff for this
+// attempt, or moves it to the dead set when it has had max attempts. An item
+// cancelled while in flight is deleted instead. Blocking and errors as Ack.
+func (m *Message) Nack(ctx context.Context) error { return m.nack(ctx, -1) }
+
+// NackAfter is Nack with an explicit redelivery delay (from Redis TIME)
+// instead of the backoff policy. The max-attempts rule still applies.
+func (m *Message) NackAfter(ctx context.Context, delay time.Duration) error {
+	if delay < 0 {
+		delay = 0
+	}
+	return m.nack(ctx, delay.Milliseconds())
+}
+
+func (m *Message) nack(ctx context.Context, delayMS int64) error {
+	o := m.q.opt
+	r, err := m.q.run(ctx, scriptNack, m.ID, m.token, delayMS, o.maxAttempts,
+		o.backoffBase.Milliseconds(), o.backoffMax.Milliseconds())
+	if err != nil {
+		return err
+	}
+	if toInt(r[0]) == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Extend sets the lease deadline to Redis TIME + d (d >= 1ms; smaller values
+// are raised to 1ms) and updates m.Deadline. It blocks for one round trip and
+// returns nil, ErrLeaseLost (the lease had already expired or moved on; nothing
+// changes), or a Redis/context error. Extend is not safe to call concurrently
+// with itself on the same Message.
+func (m *Message) Extend(ctx context.Context, d time.Duration) error {
+	if d < time.Millisecond {
+		d = time.Millisecond
+	}
+	r, err := m.q.run(ctx, scriptExtend, m.ID, m.token, d.Milliseconds())
+	if err != nil {
+		return err
+	}
+	if toInt(r[0]) == 0 {
+		return ErrLeaseLost
+	}
+	m.Deadline = msTime(toInt(r[1]))
+	return nil
+}
+
+// AckMany acknowledges msgs in one pipelined round trip (plus one more per
+// message whose script had to be reloaded after a server restart). It returns
+// one error per message, each with Ack's meaning; all nil on full success.
+func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
+	errs := make([]error, len(msgs))
+	if len(msgs) == 0 {
+		return errs
+	}
+	cmds := make([]*redis.Cmd, len(msgs))
+	_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, m := range msgs {
+			cmds[i] = scriptAck.EvalSha(ctx, p, q.keys, q.mpref, m.ID, m.token)
+		}
+		return nil
+	})
+	for i, c := range cmds {
+		r, err := c.Slice()
+		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			r, err = q.run(ctx, scriptAck, msgs[i].ID, msgs[i].token)
+		}
+		switch {
+		case err != nil:
+			errs[i] = err
+		case toInt(r[0]) == 0:
+			errs[i] = ErrLeaseLost
+		}
+	}
+	return errs
+}

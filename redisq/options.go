@@ -1,0 +1,144 @@
+package redisq
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// EvictionCheck selects what New does when the server's maxmemory-policy is
+// not noeviction (an evicting server may silently drop queue keys).
+type EvictionCheck int
+
+const (
+	// EvictionFail makes New return an error wrapping ErrEvictionPolicy. Default.
+	EvictionFail EvictionCheck = iota
+	// EvictionWarn makes New log a warning and continue.
+	EvictionWarn
+	// EvictionIgnore skips the check (no CONFIG GET is sent).
+	EvictionIgnore
+)
+
+type options struct {
+	visibility   time.Duration
+	maxAttempts  int
+	backoffBase  time.Duration
+	backoffMax   time.Duration
+	wakeCap      time.Duration
+	reclaimBatch int
+	waitClient   redis.UniversalClient
+	eviction     EvictionCheck
+	logger       *slog.Logger
+}
+
+func defaultOptions() options {
+	return options{
+		visibility:   30 * time.Second,
+		maxAttempts:  10,
+		backoffBase:  time.Second,
+		backoffMax:   5 * time.Minute,
+		wakeCap:      5 * time.Second,
+		reclaimBatch: 100,
+		eviction:     EvictionFail,
+		logger:       slog.Default(),
+	}
+}
+
+// Option configures New.
+type Option func(*options) error
+
+// WithVisibilityTimeout sets how long a claimed message stays leased before it
+// is returned to the schedule (default 30s). Must be at least 1ms.
+func WithVisibilityTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("redisq: visibility timeout %v < 1ms", d)
+		}
+		o.visibility = d
+		return nil
+	}
+}
+
+// WithMaxAttempts sets how many deliveries an item gets before a failed one
+// (lease expiry or Nack) moves it to the dead set (default 10; 0 = no limit).
+func WithMaxAttempts(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("redisq: max attempts %d < 0", n)
+		}
+		o.maxAttempts = n
+		return nil
+	}
+}
+
+// WithBackoff sets the redelivery delay after the k-th failed attempt:
+// min(max, base·2^(k-1)) (default base 1s, max 5m). base 0 redelivers at once.
+func WithBackoff(base, max time.Duration) Option {
+	return func(o *options) error {
+		if base < 0 || max < base {
+			return fmt.Errorf("redisq: bad backoff base %v max %v", base, max)
+		}
+		o.backoffBase, o.backoffMax = base, max
+		return nil
+	}
+}
+
+// WithWakeCap caps one blocked wait in Take (default 5s). It bounds the cost
+// of a lost wake-up and how late an expired lease is noticed by an otherwise
+// idle consumer. Must be at least 10ms.
+func WithWakeCap(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 10*time.Millisecond {
+			return fmt.Errorf("redisq: wake cap %v < 10ms", d)
+		}
+		o.wakeCap = d
+		return nil
+	}
+}
+
+// WithReclaimBatch bounds how many expired leases one claim script handles
+// (default 100, 1..1000).
+func WithReclaimBatch(n int) Option {
+	return func(o *options) error {
+		if n < 1 || n > 1000 {
+			return fmt.Errorf("redisq: reclaim batch %d not in 1..1000", n)
+		}
+		o.reclaimBatch = n
+		return nil
+	}
+}
+
+// WithWaitClient sets the client used for the blocking BZPOPMIN wait in Take.
+// Each blocked Take holds one of its connections for up to the wake cap; give
+// it a separate client (or size the main client's PoolSize to at least the
+// number of concurrent Take calls plus headroom) so blocked consumers do not
+// starve other commands. The caller keeps ownership and closes it.
+func WithWaitClient(c redis.UniversalClient) Option {
+	return func(o *options) error {
+		if c == nil {
+			return fmt.Errorf("redisq: nil wait client")
+		}
+		o.waitClient = c
+		return nil
+	}
+}
+
+// WithEvictionCheck selects the startup maxmemory-policy check (default
+// EvictionFail).
+func WithEvictionCheck(c EvictionCheck) Option {
+	return func(o *options) error { o.eviction = c; return nil }
+}
+
+// WithLogger sets the logger for startup warnings and notes (default
+// slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("redisq: nil logger")
+		}
+		o.logger = l
+		return nil
+	}
+}

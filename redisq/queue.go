@@ -1,0 +1,583 @@
+package redisq
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel errors. Compare with errors.Is.
+var (
+	// ErrClosed is returned by Enqueue, Take and the other queue operations
+	// after Close, and by a Take that Close interrupted.
+	ErrClosed = errors.New("redisq: queue closed")
+	// ErrDuplicate is returned by Enqueue when an item with that id exists in
+	// any state (scheduled, in flight or dead). Nothing is changed. A retried
+	// Enqueue whose first attempt reached Redis also gets ErrDuplicate.
+	ErrDuplicate = errors.New("redisq: duplicate id")
+	// ErrLeaseLost is returned by Message.Ack/Nack/Extend when the message's
+	// lease expired (by the Redis clock) or was superseded; nothing is changed.
+	ErrLeaseLost = errors.New("redisq: lease lost")
+	// ErrNotFound is returned by Cancel and Reschedule for an unknown id
+	// (never enqueued, acknowledged, or cancelled).
+	ErrNotFound = errors.New("redisq: not found")
+	// ErrInFlight is returned by Cancel and Reschedule when the item is leased
+	// by a consumer. Cancel has then marked it: it will not be retried.
+	ErrInFlight = errors.New("redisq: in flight")
+	// ErrEvictionPolicy is wrapped by New's error when the server may evict
+	// keys (maxmemory-policy is not noeviction) and EvictionFail is in effect.
+	ErrEvictionPolicy = errors.New("redisq: maxmemory-policy is not noeviction")
+)
+
+// localWaitMax is the longest wait for a known due time that Take sleeps
+// locally instead of blocking in BZPOPMIN.
+const localWaitMax = 25 * time.Millisecond
+
+// MaxBatch is the largest n TakeBatch claims in one script call.
+const MaxBatch = 1000
+
+// Queue is a durable delay queue stored in Redis under the hash tag
+// {dq:NAME}. Any number of Queue values, in any number of processes, may share
+// one name. All methods are safe for concurrent use.
+type Queue struct {
+	client redis.UniversalClient
+	wait   redis.UniversalClient
+	name   string
+	opt    options
+	keys   []string
+	mpref  string // item hash prefix
+	wpref  string // private waiter key prefix
+	subsec time.Duration
+
+	waitSeq   atomic.Uint64
+	closeCtx  context.Context
+	closeFunc context.CancelFunc
+	closeOnce sync.Once
+	active    sync.WaitGroup
+	mu        sync.Mutex // guards active.Add against Close's Wait
+	closed    bool
+}
+
+// New returns a Queue named name on client. name must be non-empty and must
+// not contain '{' or '}'. New sends CONFIG GET maxmemory-policy (blocking for
+// one round trip under ctx) unless WithEvictionCheck(EvictionIgnore) is given;
+// when CONFIG is unavailable (managed Redis) the check is skipped with a log
+// note. It returns an error for bad options, a bad name, or (EvictionFail) an
+// evicting server. The caller keeps ownership of client; Close does not close
+// it.
+func New(ctx context.Context, client redis.UniversalClient, name string, opts ...Option) (*Queue, error) {
+	if client == nil {
+		return nil, errors.New("redisq: nil client")
+	}
+	if name == "" || strings.ContainsAny(name, "{}") {
+		return nil, fmt.Errorf("redisq: bad queue name %q", name)
+	}
+	o := defaultOptions()
+	for _, f := range opts {
+		if err := f(&o); err != nil {
+			return nil, err
+		}
+	}
+	p := "{dq:" + name + "}"
+	var inst [8]byte
+	_, _ = rand.Read(inst[:])
+	q := &Queue{
+		client: client,
+		wait:   client,
+		name:   name,
+		opt:    o,
+		keys:   []string{p + ":sched", p + ":lease", p + ":dead", p + ":wake", p + ":stats", p + ":seq", p + ":timer"},
+		mpref:  p + ":m:",
+		wpref:  p + ":w:" + hex.EncodeToString(inst[:]) + ":",
+		subsec: time.Second,
+	}
+	if o.waitClient != nil {
+		q.wait = o.waitClient
+	}
+	// Sub-second waits go through Do, which uses the client's ReadTimeout;
+	// keep them well inside it.
+	if rt := readTimeout(q.wait); rt > 0 && rt < 2*time.Second {
+		q.subsec = rt / 2
+		if q.subsec < time.Millisecond {
+			q.subsec = time.Millisecond
+		}
+	}
+	if err := q.checkEviction(ctx); err != nil {
+		return nil, err
+	}
+	q.closeCtx, q.closeFunc = context.WithCancel(context.Background())
+	return q, nil
+}
+
+func readTimeout(c redis.UniversalClient) time.Duration {
+	var rt time.Duration
+	switch v := c.(type) {
+	case *redis.Client:
+		rt = v.Options().ReadTimeout
+	case *redis.ClusterClient:
+		rt = v.Options().ReadTimeout
+	case *redis.Ring:
+		rt = v.Options().ReadTimeout
+	default:
+		return 0
+	}
+	if rt == 0 {
+		rt = 3 * time.Second // go-redis default
+	}
+	return rt
+}
+
+func (q *Queue) checkEviction(ctx context.Context) error {
+	if q.opt.eviction == EvictionIgnore {
+		return nil
+	}
+	res, err := q.client.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		q.opt.logger.Info("redisq: skipping maxmemory-policy check: CONFIG GET unavailable",
+			"queue", q.name, "err", err)
+		return nil
+	}
+	pol, ok := res["maxmemory-policy"]
+	if !ok {
+		q.opt.logger.Info("redisq: skipping maxmemory-policy check: not reported", "queue", q.name)
+		return nil
+	}
+	if pol == "noeviction" {
+		return nil
+	}
+	if q.opt.eviction == EvictionWarn {
+		q.opt.logger.Warn("redisq: maxmemory-policy is not noeviction; queue items may be evicted",
+			"queue", q.name, "policy", pol)
+		return nil
+	}
+	return fmt.Errorf("%w (it is %q); set it to noeviction or use WithEvictionCheck", ErrEvictionPolicy, pol)
+}
+
+// Name returns the queue name.
+func (q *Queue) Name() string { return q.name }
+
+func (q *Queue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
+func checkID(id string) error {
+	if id == "" {
+		return errors.New("redisq: empty id")
+	}
+	return nil
+}
+
+func (q *Queue) run(ctx context.Context, s *redis.Script, args ...interface{}) ([]interface{}, error) {
+	a := make([]interface{}, 0, len(args)+1)
+	a = append(a, q.mpref)
+	a = append(a, args...)
+	return s.Run(ctx, q.client, q.keys, a...).Slice()
+}
+
+func toInt(v interface{}) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
+
+// Enqueue schedules payload under id to be due at the absolute time at
+// (millisecond precision). at is the caller's clock: use EnqueueAfter to have
+// Redis compute the due time. It blocks for one round trip. It returns
+// ErrDuplicate when id already exists in any state (nothing changes), ErrClosed
+// after Close, or a Redis/context error (the item may or may not have been
+// stored; retrying with the same id is safe).
+func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.Time) error {
+	_, err := q.enqueue(ctx, id, payload, "at", at.UnixMilli())
+	return err
+}
+
+// EnqueueAfter schedules payload under id to be due delay after the Redis
+// server's current TIME (delay <= 0 means due now). Blocking and outcomes as
+// Enqueue. It returns the due time by the Redis clock.
+func (q *Queue) EnqueueAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (time.Time, error) {
+	if delay < 0 {
+		delay = 0
+	}
+	return q.enqueue(ctx, id, payload, "after", delay.Milliseconds())
+}
+
+func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, mode string, v int64) (time.Time, error) {
+	if err := checkID(id); err != nil {
+		return time.Time{}, err
+	}
+	if q.isClosed() {
+		return time.Time{}, ErrClosed
+	}
+	r, err := q.run(ctx, scriptEnqueue, id, payload, mode, v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if toInt(r[0]) == 0 {
+		return time.Time{}, ErrDuplicate
+	}
+	return msTime(toInt(r[1])), nil
+}
+
+// Cancel removes the item id. It blocks for one round trip, O(log n). It
+// returns nil when a scheduled or dead item was removed (it will never be
+// delivered), ErrInFlight when the item is leased (it is then marked: its Ack
+// or Nack deletes it and an expired lease is not retried), ErrNotFound for an
+// unknown id, ErrClosed after Close, or a Redis/context error.
+func (q *Queue) Cancel(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if q.isClosed() {
+		return ErrClosed
+	}
+	r, err := q.run(ctx, scriptCancel, id)
+	if err != nil {
+		return err
+	}
+	switch toInt(r[0]) {
+	case 0:
+		return ErrNotFound
+	case 2:
+		return ErrInFlight
+	}
+	return nil
+}
+
+// Reschedule moves a scheduled item to the absolute time at (caller's clock)
+// or revives a dead item there with attempts reset to 0. It blocks for one
+// round trip, O(log n). The item goes behind items already due at the same
+// millisecond. It returns nil when moved, ErrInFlight when the item is leased
+// (nothing changes), ErrNotFound for an unknown id, ErrClosed after Close, or a
+// Redis/context error.
+func (q *Queue) Reschedule(ctx context.Context, id string, at time.Time) error {
+	_, err := q.reschedule(ctx, id, "at", at.UnixMilli())
+	return err
+}
+
+// RescheduleAfter is Reschedule with a due time of Redis TIME + delay, which it
+// returns. Blocking and outcomes as Reschedule.
+func (q *Queue) RescheduleAfter(ctx context.Context, id string, delay time.Duration) (time.Time, error) {
+	if delay < 0 {
+		delay = 0
+	}
+	return q.reschedule(ctx, id, "after", delay.Milliseconds())
+}
+
+func (q *Queue) reschedule(ctx context.Context, id, mode string, v int64) (time.Time, error) {
+	if err := checkID(id); err != nil {
+		return time.Time{}, err
+	}
+	if q.isClosed() {
+		return time.Time{}, ErrClosed
+	}
+	r, err := q.run(ctx, scriptReschedule, id, mode, v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	switch toInt(r[0]) {
+	case 0:
+		return time.Time{}, ErrNotFound
+	case 2:
+		return time.Time{}, ErrInFlight
+	}
+	return msTime(toInt(r[1])), nil
+}
+
+// Take blocks until one item is due and leased to the caller, ctx is done, or
+// the queue is closed. Items are never delivered before their due time by the
+// Redis clock, come in due order, FIFO among equal due times, and stay leased
+// for the visibility timeout. While nothing is due, Take blocks without
+// polling: each wait is one BZPOPMIN (on the queue's wake marker and a private
+// key) followed by one claim script. Across all consumers of the queue one
+// waiter owns the timer for the next due item or lease deadline and is woken
+// for it; the others wait on the marker for up to the wake cap, and whoever
+// claims and leaves work behind re-arms the marker. It returns the message;
+// ctx.Err() when ctx is done; ErrClosed when Close was called; or a Redis
+// error (nothing was leased to this caller that it cannot see; the caller may
+// retry). Each blocked Take holds one connection of the wait client.
+func (q *Queue) Take(ctx context.Context) (*Message, error) {
+	ms, err := q.TakeBatch(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	return ms[0], nil
+}
+
+// TakeBatch is Take for up to n (1..MaxBatch) items: it blocks until at least
+// one is due and returns all due items up to n, leased together. Outcomes as
+// Take; a bad n returns an error at once.
+func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
+	if n < 1 || n > MaxBatch {
+		return nil, fmt.Errorf("redisq: batch size %d not in 1..%d", n, MaxBatch)
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil, ErrClosed
+	}
+	q.active.Add(1)
+	q.mu.Unlock()
+	defer q.active.Done()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(q.closeCtx, func() { cancel(ErrClosed) })
+	defer stop()
+
+	waiter := q.wpref + "t" + strconv.FormatUint(q.waitSeq.Add(1), 10)
+	owner := false // the last claim made this call the timer owner
+	defer func() {
+		if owner {
+			// Leaving while owning the timer: hand it to another waiter now
+			// rather than let them wait for the wake cap.
+			c, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = scriptRelease.Run(c, q.client, q.keys, q.mpref, waiter).Err()
+		}
+	}()
+	for {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		msgs, next, timed, err := q.claim(ctx, n, waiter)
+		owner = timed
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, err
+		}
+		if len(msgs) > 0 {
+			return msgs, nil
+		}
+		wait := q.opt.wakeCap
+		if next == 0 {
+			continue // work left behind (e.g. a full reclaim batch)
+		}
+		if timed && next < wait {
+			wait = next
+		} else {
+			timed = false
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			if d := time.Until(dl); d < wait {
+				wait = d
+			}
+		}
+		if wait < time.Millisecond {
+			continue
+		}
+		if timed && wait <= localWaitMax {
+			// A short wait for a known due time: sleep locally instead of a
+			// BZPOPMIN plus the push that ends it. Each of those is a write
+			// (with appendfsync always, an fsync before the reply); a new
+			// earlier head meanwhile wakes another waiter through the marker.
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			continue
+		}
+		if err := q.block(ctx, wait, timed); err != nil {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, err
+		}
+	}
+}
+
+// claim runs the claim script once for up to n items (n may be 0 to only
+// reclaim expired leases). next is the time until the next due item or lease
+// deadline, or -1; timed reports that this caller owns the timer for next.
+func (q *Queue) claim(ctx context.Context, n int, waiter string) ([]*Message, time.Duration, bool, error) {
+	r, err := q.run(ctx, scriptClaim, n, q.opt.visibility.Milliseconds(), q.opt.maxAttempts,
+		q.opt.backoffBase.Milliseconds(), q.opt.backoffMax.Milliseconds(), q.opt.reclaimBatch, waiter)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	now := toInt(r[0])
+	next := time.Duration(-1)
+	if v := toInt(r[1]); v >= 0 {
+		next = time.Duration(v) * time.Millisecond
+	}
+	var msgs []*Message
+	for i := 3; i+5 < len(r); i += 6 {
+		p, _ := r[i+1].(string)
+		msgs = append(msgs, &Message{
+			q:         q,
+			ID:        r[i].(string),
+			Payload:   []byte(p),
+			Attempts:  int(toInt(r[i+2])),
+			Due:       msTime(toInt(r[i+3])),
+			ClaimedAt: msTime(now),
+			Deadline:  msTime(toInt(r[i+5])),
+			token:     r[i+4].(string),
+		})
+	}
+	return msgs, next, toInt(r[2]) == 1, nil
+}
+
+// block waits on the wake marker and this waiter's private key for at most
+// wait. Cancelling ctx pushes a marker to the private key, so the wait ends
+// promptly whether or not the client honours context deadlines. When timed
+// is set (the wait ends at a known due time or lease deadline, not at the
+// cap), a local timer pushes that marker at the end of the wait too: Redis
+// only checks blocked-client timeouts once per event-loop pass (every
+// 1000/hz ms, 100ms at the default hz 10 on an idle server), which alone
+// would make deliveries up to 100ms late. The server-side timeout stays as a
+// backstop. The timer measures a duration that Redis computed; the claim
+// that follows still decides by Redis TIME, so an early timer only costs one
+// more claim.
+func (q *Queue) block(ctx context.Context, wait time.Duration, timed bool) error {
+	key := q.wpref + strconv.FormatUint(q.waitSeq.Add(1), 10)
+	var once sync.Once
+	fired := make(chan struct{})
+	push := func() {
+		once.Do(func() {
+			defer close(fired)
+			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = scriptUnblock.Run(c, q.wait, []string{key}).Err()
+		})
+	}
+	stop := context.AfterFunc(ctx, push)
+	var timer *time.Timer
+	server := wait
+	if timed {
+		timer = time.AfterFunc(wait, push)
+		server = wait + 200*time.Millisecond
+	}
+	var err error
+	if server >= time.Second {
+		// go-redis extends the read deadline for BZPopMin by its timeout.
+		err = q.wait.BZPopMin(ctx, server.Truncate(time.Second), q.keys[3], key).Err()
+	} else {
+		if server > q.subsec {
+			server = q.subsec
+		}
+		secs := strconv.FormatFloat(server.Seconds(), 'f', 3, 64)
+		err = q.wait.Do(ctx, "bzpopmin", q.keys[3], key, secs).Err()
+	}
+	stopped := stop()
+	if timer != nil && !timer.Stop() {
+		stopped = false
+	}
+	if !stopped {
+		<-fired
+	}
+	if errors.Is(err, redis.Nil) {
+		err = nil
+	}
+	return err
+}
+
+// Stats is a point-in-time view of a queue, timed by the Redis clock.
+type Stats struct {
+	Now           time.Time     // Redis TIME when the stats were read
+	Scheduled     int64         // items in sched, due or not
+	DueBacklog    int64         // scheduled items already due
+	OldestOverdue time.Duration // how long the earliest due item has been due (0 if none)
+	InFlight      int64         // leased items
+	Dead          int64         // dead-lettered items
+	// Counters since the queue was created: enqueued, delivered, acked,
+	// nacked, expired (lease timed out and retried), dead, cancelled,
+	// rescheduled.
+	Counters map[string]int64
+}
+
+// Stats reads the queue's sizes and counters in one script call (one round
+// trip, O(log n)). It returns ErrClosed after Close or a Redis/context error.
+func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+	if q.isClosed() {
+		return Stats{}, ErrClosed
+	}
+	r, err := q.run(ctx, scriptStats)
+	if err != nil {
+		return Stats{}, err
+	}
+	now := toInt(r[0])
+	s := Stats{
+		Now:        msTime(now),
+		Scheduled:  toInt(r[1]),
+		DueBacklog: toInt(r[2]),
+		InFlight:   toInt(r[4]),
+		Dead:       toInt(r[5]),
+		Counters:   map[string]int64{},
+	}
+	if hs := toInt(r[3]); hs >= 0 && hs <= now {
+		s.OldestOverdue = time.Duration(now-hs) * time.Millisecond
+	}
+	for i := 6; i+1 < len(r); i += 2 {
+		k, _ := r[i].(string)
+		s.Counters[k] = toInt(r[i+1])
+	}
+	return s, nil
+}
+
+// DeadIDs returns up to limit ids from the dead set, oldest death first (one
+// round trip). Revive one with Reschedule or drop it with Cancel.
+func (q *Queue) DeadIDs(ctx context.Context, limit int64) ([]string, error) {
+	if q.isClosed() {
+		return nil, ErrClosed
+	}
+	if limit < 1 {
+		return nil, nil
+	}
+	mem, err := q.client.ZRange(ctx, q.keys[2], 0, limit-1).Result()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(mem))
+	for i, m := range mem {
+		ids[i] = memberID(m)
+	}
+	return ids, nil
+}
+
+func memberID(m string) string {
+	if len(m) < 17 {
+		return m
+	}
+	return m[17:]
+}
+
+// Close stops the queue: Take calls in progress return ErrClosed (a blocked
+// wait is interrupted through its private wake key) and Close blocks until
+// they have returned. Later Enqueue, Take, Cancel, Reschedule, Stats and
+// DeadIDs return ErrClosed; Message.Ack/Nack/Extend keep working so held
+// messages can be settled. Close does not close the Redis clients. It always
+// returns nil and is idempotent.
+func (q *Queue) Close() error {
+	q.closeOnce.Do(func() {
+		q.mu.Lock()
+		q.closed = true
+		q.mu.Unlock()
+		q.closeFunc()
+	})
+	q.active.Wait()
+	return nil
+}

@@ -1,0 +1,294 @@
+package redisq
+
+import "github.com/redis/go-redis/v9"
+
+// All scripts receive the same seven keys, in this order, so that every call
+// declares the queue's keys and routes to the queue's hash slot:
+//
+//	KEYS[1] sched  zset member -> due ms
+//	KEYS[2] lease  zset member -> lease deadline ms
+//	KEYS[3] dead   zset member -> time of death ms
+//	KEYS[4] wake   marker zset (member "w")
+//	KEYS[5] stats  hash of counters
+//	KEYS[6] seq    per-queue INCR sequence (members and lease tokens)
+//	KEYS[7] timer  string with a TTL: a consumer is waiting for the next due time
+//
+// ARGV[1] is always the item hash prefix "{dq:NAME}:m:". The item hashes are
+// not declared in KEYS (their names come from zset members); they share the
+// queue's hash tag, so they live in the same slot, which is what Redis Cluster
+// requires in practice.
+//
+// A zset member is "%016.0f" of a sequence number, ":" and the id. Equal
+// scores order members lexicographically, and the zero-padded sequence makes
+// that order the order of Enqueue/Reschedule/Nack: FIFO among equal due
+// times. The id is string.sub(member, 18).
+//
+// Time always comes from redis.call('TIME'); Redis 7 replicates scripts by
+// effects, so this is allowed and deterministic on replicas and in the AOF.
+const luaCommon = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function new_member(id)
+  local seq = redis.call('INCR', KEYS[6])
+  return string.format('%016.0f', seq) .. ':' .. id
+end
+local function arm_if_head(mem)
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+  if head[1] == mem then redis.call('ZADD', KEYS[4], 0, 'w') end
+end
+local function backoff(att, base, max)
+  if base <= 0 or att < 1 then return 0 end
+  local d = base
+  for _ = 2, att do
+    d = d * 2
+    if d >= max then return max end
+  end
+  if d > max then d = max end
+  return d
+end
+-- to_dead moves a leased/scheduled item (already removed from its zset) to dead.
+local function to_dead(h, mem, now)
+  redis.call('ZADD', KEYS[3], now, mem)
+  redis.call('HSET', h, 'st', 'd', 'tok', '', 'dl', 0)
+  redis.call('HINCRBY', KEYS[5], 'dead', 1)
+end
+-- to_sched puts an item (already removed from its zset) back to sched at due.
+local function to_sched(h, id, due)
+  local mem = new_member(id)
+  redis.call('ZADD', KEYS[1], due, mem)
+  redis.call('HSET', h, 'st', 's', 'due', due, 'mem', mem, 'tok', '', 'dl', 0)
+  arm_if_head(mem)
+  return mem
+end
+`
+
+// enqueue: ARGV[2] id, ARGV[3] payload, ARGV[4] "at"|"after", ARGV[5] ms.
+// Returns {0} when the id exists, else {1, due, now}. O(log n).
+var scriptEnqueue = redis.NewScript(luaCommon + `
+local h = ARGV[1] .. ARGV[2]
+if redis.call('EXISTS', h) == 1 then return {0} end
+local now = now_ms()
+local due = tonumber(ARGV[5])
+if ARGV[4] == 'after' then due = now + due end
+local mem = new_member(ARGV[2])
+redis.call('HSET', h, 'p', ARGV[3], 'due', due, 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
+redis.call('ZADD', KEYS[1], due, mem)
+redis.call('HINCRBY', KEYS[5], 'enqueued', 1)
+arm_if_head(mem)
+return {1, due, now}
+`)
+
+// claim: ARGV[2] n, ARGV[3] visibility ms, ARGV[4] max attempts (0 = no
+// limit), ARGV[5] backoff base ms, ARGV[6] backoff max ms, ARGV[7] reclaim
+// batch, ARGV[8] the caller's waiter id. Returns {now, next, timed, id, payload, attempts, due, token,
+// deadline, ...} where next is ms until the earliest due item or lease
+// deadline (-1: none, 0: work is waiting now) and timed is 1 when the caller
+// became the timer owner and should wake at next (else it waits on the marker
+// for up to the wake cap). Bounded: at most reclaim batch + n items.
+var scriptClaim = redis.NewScript(luaCommon + `
+local now = now_ms()
+local mp = ARGV[1]
+local n = tonumber(ARGV[2])
+local vis = tonumber(ARGV[3])
+local maxatt = tonumber(ARGV[4])
+local base = tonumber(ARGV[5])
+local bmax = tonumber(ARGV[6])
+local rb = tonumber(ARGV[7])
+local rearm = false
+local exp = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, rb)
+for _, mem in ipairs(exp) do
+  local id = string.sub(mem, 18)
+  local h = mp .. id
+  redis.call('ZREM', KEYS[2], mem)
+  local f = redis.call('HMGET', h, 'att', 'can')
+  local att = tonumber(f[1]) or 0
+  if f[2] == '1' then
+    redis.call('DEL', h)
+    redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
+  elseif maxatt > 0 and att >= maxatt then
+    to_dead(h, mem, now)
+  else
+    to_sched(h, id, now + backoff(att, base, bmax))
+    redis.call('HINCRBY', KEYS[5], 'expired', 1)
+  end
+end
+if #exp == rb then rearm = true end
+local out = {now, -1, 0}
+if n > 0 then
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, n)
+  local dl = now + vis
+  for i = 1, #due, 2 do
+    local mem = due[i]
+    local id = string.sub(mem, 18)
+    local h = mp .. id
+    local tok = tostring(redis.call('INCR', KEYS[6]))
+    redis.call('ZREM', KEYS[1], mem)
+    redis.call('ZADD', KEYS[2], dl, mem)
+    local att = redis.call('HINCRBY', h, 'att', 1)
+    redis.call('HSET', h, 'st', 'l', 'tok', tok, 'dl', dl)
+    local p = redis.call('HGET', h, 'p')
+    out[#out + 1] = id
+    out[#out + 1] = p
+    out[#out + 1] = att
+    out[#out + 1] = tonumber(due[i + 1])
+    out[#out + 1] = tok
+    out[#out + 1] = dl
+  end
+  if #due > 0 then redis.call('HINCRBY', KEYS[5], 'delivered', #due / 2) end
+end
+local nxt = -1
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if head[1] then
+  local d = tonumber(head[2]) - now
+  if d <= 0 then d = 0; if n > 0 then rearm = true end end
+  nxt = d
+end
+local lh = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if lh[1] then
+  local d = tonumber(lh[2]) - now
+  if d < 0 then d = 0 end
+  if nxt < 0 or d < nxt then nxt = d end
+end
+-- One consumer at a time waits for the next due time (timer owner); the
+-- others wait on the marker, which the owner re-arms if it leaves due work.
+local timed = 0
+local mine = redis.call('GET', KEYS[7]) == ARGV[8]
+if #out > 3 and mine then
+  -- this consumer is busy now: give up the timer
+  redis.call('DEL', KEYS[7])
+end
+if nxt > 0 then
+  local pttl = redis.call('PTTL', KEYS[7])
+  if pttl < 0 or pttl > nxt or (mine and #out == 3) then
+    if #out > 3 then
+      rearm = true -- wake a waiter to own the timer
+    else
+      redis.call('SET', KEYS[7], ARGV[8], 'PX', nxt)
+      timed = 1
+    end
+  end
+end
+if rearm then redis.call('ZADD', KEYS[4], 0, 'w') end
+out[2] = nxt
+out[3] = timed
+return out
+`)
+
+// lease check shared by ack/nack/extend: returns h, fields or nil when the
+// caller's token no longer owns a live lease.
+const luaLease = `
+local h = ARGV[1] .. ARGV[2]
+local f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem', 'att', 'can')
+local now = now_ms()
+if f[1] ~= 'l' or f[2] ~= ARGV[3] or tonumber(f[3]) <= now then return {0} end
+`
+
+// ack: ARGV[2] id, ARGV[3] token. {1} acked, {0} lease lost.
+var scriptAck = redis.NewScript(luaCommon + luaLease + `
+redis.call('ZREM', KEYS[2], f[4])
+redis.call('DEL', h)
+redis.call('HINCRBY', KEYS[5], 'acked', 1)
+return {1}
+`)
+
+// nack: ARGV[2] id, ARGV[3] token, ARGV[4] delay ms (-1 = backoff policy),
+// ARGV[5] max attempts, ARGV[6] backoff base, ARGV[7] backoff max.
+// {0} lease lost, {1, due} rescheduled, {2} dead-lettered, {3} deleted because
+// it was cancelled while in flight.
+var scriptNack = redis.NewScript(luaCommon + luaLease + `
+redis.call('ZREM', KEYS[2], f[4])
+redis.call('HINCRBY', KEYS[5], 'nacked', 1)
+if f[6] == '1' then
+  redis.call('DEL', h)
+  redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
+  return {3}
+end
+local att = tonumber(f[5]) or 0
+local maxatt = tonumber(ARGV[5])
+if maxatt > 0 and att >= maxatt then
+  to_dead(h, f[4], now)
+  return {2}
+end
+local delay = tonumber(ARGV[4])
+if delay < 0 then delay = backoff(att, tonumber(ARGV[6]), tonumber(ARGV[7])) end
+to_sched(h, ARGV[2], now + delay)
+return {1, now + delay}
+`)
+
+// extend: ARGV[2] id, ARGV[3] token, ARGV[4] ms. {1, deadline} or {0}.
+var scriptExtend = redis.NewScript(luaCommon + luaLease + `
+local dl = now + tonumber(ARGV[4])
+redis.call('ZADD', KEYS[2], 'XX', dl, f[4])
+redis.call('HSET', h, 'dl', dl)
+return {1, dl}
+`)
+
+// cancel: ARGV[2] id. {0} not found, {1} removed, {2} in flight (marked).
+var scriptCancel = redis.NewScript(luaCommon + `
+local h = ARGV[1] .. ARGV[2]
+local f = redis.call('HMGET', h, 'st', 'mem')
+if not f[1] then return {0} end
+if f[1] == 'l' then
+  redis.call('HSET', h, 'can', 1)
+  return {2}
+end
+if f[1] == 's' then redis.call('ZREM', KEYS[1], f[2]) else redis.call('ZREM', KEYS[3], f[2]) end
+redis.call('DEL', h)
+redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
+return {1}
+`)
+
+// reschedule: ARGV[2] id, ARGV[3] "at"|"after", ARGV[4] ms.
+// {0} not found, {1, due} moved, {2} in flight. A dead item is revived with
+// attempts reset to 0.
+var scriptReschedule = redis.NewScript(luaCommon + `
+local h = ARGV[1] .. ARGV[2]
+local f = redis.call('HMGET', h, 'st', 'mem')
+if not f[1] then return {0} end
+if f[1] == 'l' then return {2} end
+local now = now_ms()
+local due = tonumber(ARGV[4])
+if ARGV[3] == 'after' then due = now + due end
+if f[1] == 's' then
+  redis.call('ZREM', KEYS[1], f[2])
+else
+  redis.call('ZREM', KEYS[3], f[2])
+  redis.call('HSET', h, 'att', 0)
+end
+to_sched(h, ARGV[2], due)
+redis.call('HINCRBY', KEYS[5], 'rescheduled', 1)
+return {1, due}
+`)
+
+// stats: {now, scheduled, due, headScore|-1, leased, dead, k1, v1, ...}.
+var scriptStats = redis.NewScript(luaCommon + `
+local now = now_ms()
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local hs = -1
+if head[1] then hs = tonumber(head[2]) end
+local out = {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', now), hs,
+  redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
+local c = redis.call('HGETALL', KEYS[5])
+for i = 1, #c do out[#out + 1] = c[i] end
+return out
+`)
+
+// release: ARGV[2] waiter id. A timer owner leaving Take gives up the timer
+// and wakes another waiter to take it over.
+var scriptRelease = redis.NewScript(`
+if redis.call('GET', KEYS[7]) == ARGV[2] then
+  redis.call('DEL', KEYS[7])
+  redis.call('ZADD', KEYS[4], 0, 'w')
+end
+return 1
+`)
+
+// unblock: KEYS[1] a waiter's private key. Wakes exactly that waiter's
+// BZPOPMIN; the key expires on its own if the waiter already returned.
+var scriptUnblock = redis.NewScript(`
+redis.call('ZADD', KEYS[1], 0, 'x')
+redis.call('PEXPIRE', KEYS[1], 60000)
+return 1
+`)
