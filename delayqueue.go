@@ -88,19 +88,20 @@ type Queue[T any] struct {
 
 	mu sync.Mutex
 	// The fields below are guarded by mu.
-	heap       heap[T]
-	lastNow    int64 // the latest clock reading, in ns since base
-	closed     bool
-	leader     *waiter  // the taker responsible for the head; nil if none
-	followers  waitList // blocked takers without a timer, FIFO
-	putters    waitList // blocked Puts, FIFO
-	waiterPool []*waiter
-	waiting    int
-	offered    uint64
-	taken      uint64
-	removed    uint64
-	drained    uint64
-	wakeups    uint64
+	heap         heap[T]
+	lastNow      int64 // the latest clock reading, in ns since base
+	closed       bool
+	leader       *waiter  // the taker responsible for the head; nil if none
+	leaderAsleep bool     // the leader armed the timer and is (about to be) waiting on it
+	followers    waitList // blocked takers without a timer, FIFO
+	putters      waitList // blocked Puts, FIFO
+	waiterPool   []*waiter
+	waiting      int
+	offered      uint64
+	taken        uint64
+	removed      uint64
+	drained      uint64
+	wakeups      uint64
 }
 
 // New returns an empty, open queue configured by opts.
@@ -234,7 +235,7 @@ func (q *Queue[T]) Take(ctx context.Context) (T, error) {
 			v := q.heap.pop()
 			q.taken++
 			q.leaveLocked(w)
-			q.promoteLocked()
+			q.headChangedLocked()
 			q.spaceFreedLocked(1)
 			q.mu.Unlock()
 			return v, nil
@@ -277,7 +278,6 @@ func (q *Queue[T]) TakeBatch(ctx context.Context, dst []T, max int) ([]T, error)
 		if !q.closed && q.headDueLocked() {
 			dst = q.popDueLocked(dst, max)
 			q.leaveLocked(w)
-			q.promoteLocked()
 			q.mu.Unlock()
 			return dst, nil
 		}
@@ -295,8 +295,11 @@ func (q *Queue[T]) popDueLocked(dst []T, max int) []T {
 		dst = append(dst, q.heap.pop())
 		n++
 	}
-	q.taken += uint64(n)
-	q.spaceFreedLocked(n)
+	if n > 0 {
+		q.taken += uint64(n)
+		q.headChangedLocked()
+		q.spaceFreedLocked(n)
+	}
 	return dst
 }
 
@@ -310,6 +313,7 @@ func (q *Queue[T]) Poll() (T, bool) {
 	}
 	v := q.heap.pop()
 	q.taken++
+	q.headChangedLocked()
 	q.spaceFreedLocked(1)
 	q.mu.Unlock()
 	return v, true
@@ -356,6 +360,9 @@ func (q *Queue[T]) Remove(h Handle) (T, bool) {
 	}
 	v := q.heap.removeAt(i)
 	q.removed++
+	if i == 0 {
+		q.headChangedLocked()
+	}
 	q.spaceFreedLocked(1)
 	q.mu.Unlock()
 	return v, true
@@ -378,8 +385,11 @@ func (q *Queue[T]) Reschedule(h Handle, at time.Time) bool {
 	}
 	oldHead := q.heap.head().at
 	q.heap.fix(i, t)
-	if q.heap.head().slot == h.slot && t < oldHead {
+	switch isHead := q.heap.head().slot == h.slot; {
+	case isHead && t < oldHead:
 		q.newHeadLocked()
+	case isHead || i == 0:
+		q.headChangedLocked()
 	}
 	return true
 }

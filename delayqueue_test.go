@@ -1770,3 +1770,41 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 	assert.Zero(t, allocs, "OfferAfter+Reschedule+Take of a due item")
 	assert.Equal(t, 64, q.Len())
 }
+
+// A sleeping leader's timer is re-armed, not the leader woken, when the head
+// changes under it: an earlier Offer, a Reschedule of the head either way, a
+// Remove of the head, and a Poll that takes the head. Each change costs no
+// wake-up, and the leader still wakes exactly when the new head is due.
+func TestHeadChangesReArmSleepingLeaderWithoutWakeUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := dq.New[int]()
+		start := time.Now()
+		h10 := offer(t, q, 10, start.Add(10*time.Second))
+		res := goTake(t.Context(), q)
+		synctest.Wait()
+		w0 := q.Stats().Wakeups
+
+		h5 := offer(t, q, 5, start.Add(5*time.Second)) // earlier head
+		synctest.Wait()
+		require.True(t, q.Reschedule(h5, start.Add(8*time.Second))) // head later
+		synctest.Wait()
+		require.True(t, q.Reschedule(h5, start.Add(6*time.Second))) // head earlier
+		synctest.Wait()
+		_, ok := q.Remove(h5) // head removed
+		require.True(t, ok)
+		synctest.Wait()
+		offer(t, q, 0, start) // due at once, taken by Poll below
+		_, ok = q.Poll()
+		require.True(t, ok)
+		synctest.Wait()
+		assert.Equal(t, w0, q.Stats().Wakeups, "head changes woke the leader")
+
+		r := <-res
+		require.NoError(t, r.err)
+		assert.Equal(t, 10, r.v)
+		assert.Equal(t, 10*time.Second, r.at.Sub(start), "leader woke at the wrong time")
+		assert.Equal(t, w0+1, q.Stats().Wakeups, "one wake-up: the item falling due")
+		_, ok = q.Remove(h10)
+		assert.False(t, ok)
+	})
+}

@@ -100,7 +100,7 @@ func (h *heap[T]) allocSlot() uint32 {
 		h.freeSlot = h.slots[s].pos
 		return s
 	}
-	if len(h.slots) >= math.MaxUint32-1 {
+	if uint64(len(h.slots)) >= math.MaxUint32-1 {
 		panic("delayqueue: more than 2^32-2 items queued")
 	}
 	h.slots = append(h.slots, slotEntry{gen: 1})

@@ -2,6 +2,7 @@ package delayqueue
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -11,11 +12,12 @@ import (
 // head's remaining delay. Every other blocked taker is a follower: it waits on
 // its own channel, in a FIFO list, with no timer. When the leader leaves (it
 // took an item, its ctx ended, or the queue closed) it promotes the first
-// follower, if items remain, by making it the leader and waking it. An Offer
-// that creates a new head wakes the leader (to re-arm for the earlier
-// deadline) or, if there is none, promotes one follower. So an Offer wakes at
-// most one taker, an item falling due wakes at most one, and nothing spins
-// while nothing is due.
+// follower, if items remain, by making it the leader and waking it. The
+// timer is armed under the queue's mutex, so an Offer that creates a new head
+// re-arms it without waking the leader; with no leader, it promotes one
+// follower. So an Offer wakes at most one taker, an item falling due wakes at
+// most one (plus the hand-off to the next leader), and nothing spins while
+// nothing is due.
 //
 //	Offer ──new head──▶ leader ──timer(head.at−now)──▶ takes head
 //	                      ▲                               │
@@ -94,11 +96,22 @@ func (l *waitList) popFront() *waiter {
 
 // leaderTimer is what the leader sleeps on. The default is the runtime's
 // time.Timer; WithPreciseTimer swaps in a high-resolution one.
+//
+// The timer is armed under Queue.mu, by the leader before it sleeps and by
+// whoever changes the head while it sleeps, so a new head costs a re-arm,
+// not a wake-up. Every wait is preceded by an arm or disarm under Queue.mu,
+// and both discard any expiry not yet received, so a stale expiry can never
+// end a later wait.
 type leaderTimer interface {
-	// wait blocks until d has elapsed, a token arrives on ready, or ctx is
-	// done, and returns ctx.Err() only in the last case. Only the current
-	// leader calls it, without holding Queue.mu.
-	wait(ctx context.Context, d time.Duration, ready <-chan struct{}) error
+	// arm makes the timer expire d from now (at once if d <= 0), replacing
+	// any earlier setting. Called under Queue.mu.
+	arm(d time.Duration)
+	// disarm stops the timer from expiring. Called under Queue.mu.
+	disarm()
+	// wait blocks until the timer expires, a token arrives on ready, or ctx
+	// is done, and returns ctx.Err() only in the last case. Only the leader
+	// calls it, without holding Queue.mu, after arm or disarm.
+	wait(ctx context.Context, ready <-chan struct{}) error
 	// wake makes a wait in progress return soon. It is called under
 	// Queue.mu right after a token is sent to the leader's ready channel.
 	wake()
@@ -106,27 +119,32 @@ type leaderTimer interface {
 	close()
 }
 
-// runtimeTimer is the default leaderTimer: one time.Timer per queue, created
-// by the first leader and reset by each later one. Since Go 1.23 Stop and
-// Reset guarantee no stale tick is received afterwards, so reuse is safe.
+// runtimeTimer is the default leaderTimer: one time.Timer per queue, reset
+// for each arming. Since Go 1.23, Stop and Reset guarantee that no expiry
+// from before the call is received after it, which is what makes a timer
+// shared by successive leaders and re-armed by other goroutines safe.
 type runtimeTimer struct {
-	t *time.Timer // touched only by the current leader
+	t *time.Timer // created by the first arm or disarm, under Queue.mu
 }
 
-func (rt *runtimeTimer) wait(ctx context.Context, d time.Duration, ready <-chan struct{}) error {
+func (rt *runtimeTimer) timer() *time.Timer {
 	if rt.t == nil {
-		rt.t = time.NewTimer(d)
-	} else {
-		rt.t.Reset(d)
+		rt.t = time.NewTimer(time.Duration(math.MaxInt64))
+		rt.t.Stop()
 	}
+	return rt.t
+}
+
+func (rt *runtimeTimer) arm(d time.Duration) { rt.timer().Reset(d) }
+func (rt *runtimeTimer) disarm()             { rt.timer().Stop() }
+
+func (rt *runtimeTimer) wait(ctx context.Context, ready <-chan struct{}) error {
 	select {
 	case <-rt.t.C:
 		return nil
 	case <-ready:
-		rt.t.Stop()
 		return nil
 	case <-ctx.Done():
-		rt.t.Stop()
 		return ctx.Err()
 	}
 }
@@ -146,26 +164,27 @@ func (q *Queue[T]) getWaiterLocked() *waiter {
 }
 
 // awaitLocked blocks the taker w until it should look at the queue again.
-// If there is a head and no leader, w becomes the leader and sleeps on the
-// timer until the head is due; a leader stays leader across calls until
-// leaveLocked. Otherwise w waits as a follower until promoted or until Close.
+// If there is no leader, w becomes the leader: it arms the timer for the
+// head (or leaves it disarmed while the queue is empty) and sleeps on it. A
+// leader stays leader across calls until leaveLocked. Otherwise w waits as a
+// follower, with no timer, until promoted or until Close.
 // It is called and returns with q.mu held, and returns ctx.Err() if the wait
 // ended because ctx was done; the caller must then call leaveLocked.
 func (q *Queue[T]) awaitLocked(ctx context.Context, w *waiter) error {
-	if q.leader == nil && q.heap.len() > 0 {
+	if q.leader == nil {
 		q.leader = w
 	}
 	q.waiting++
 	var err error
-	if q.leader == w && q.heap.len() > 0 {
-		d := time.Duration(q.heap.head().at - q.readClockLocked())
+	if q.leader == w {
+		q.armLocked()
+		q.leaderAsleep = true
 		q.mu.Unlock()
-		err = q.timer.wait(ctx, d, w.ready)
+		err = q.timer.wait(ctx, w.ready)
 		q.mu.Lock()
+		q.leaderAsleep = false
 	} else {
-		if q.leader != w {
-			q.followers.pushBack(w)
-		}
+		q.followers.pushBack(w)
 		q.mu.Unlock()
 		select {
 		case <-w.ready:
@@ -180,6 +199,16 @@ func (q *Queue[T]) awaitLocked(ctx context.Context, w *waiter) error {
 	return err
 }
 
+// armLocked sets the leader's timer for the head's remaining delay, or
+// disarms it while the queue is empty.
+func (q *Queue[T]) armLocked() {
+	if q.heap.len() == 0 {
+		q.timer.disarm()
+		return
+	}
+	q.timer.arm(time.Duration(q.heap.head().at - q.readClockLocked()))
+}
+
 // leaveLocked is called when taker w stops taking (it got its items, its
 // ctx ended, or the queue closed). A leaving leader promotes a follower so
 // the remaining items keep someone waiting for them; a follower that was
@@ -189,6 +218,8 @@ func (q *Queue[T]) leaveLocked(w *waiter) {
 		return
 	}
 	if q.leader == w {
+		// The timer may stay armed: the next arm or disarm discards its
+		// expiry, and until then nobody receives it.
 		q.leader = nil
 		q.promoteLocked()
 	} else if w.list != nil {
@@ -210,15 +241,24 @@ func (q *Queue[T]) promoteLocked() {
 	}
 }
 
-// newHeadLocked is called when the head became earlier (Offer or Reschedule):
-// the leader must re-arm, or a follower must become leader. One wake-up.
+// newHeadLocked is called when an Offer or Reschedule made the head
+// earlier. A sleeping leader has its timer re-armed and is not woken; with
+// no leader, one follower is promoted. So it wakes at most one taker.
 func (q *Queue[T]) newHeadLocked() {
-	if q.leader != nil {
-		q.leader.signal()
-		q.timer.wake()
+	if q.leader == nil {
+		q.promoteLocked()
 		return
 	}
-	q.promoteLocked()
+	q.headChangedLocked()
+}
+
+// headChangedLocked re-arms a sleeping leader's timer after the head
+// changed, so that it neither wakes early for an item that left nor late for
+// one that arrived. A leader that is awake looks at the head itself.
+func (q *Queue[T]) headChangedLocked() {
+	if q.leaderAsleep {
+		q.armLocked()
+	}
 }
 
 // spaceFreedLocked wakes up to n blocked Puts after n items left a bounded
