@@ -1,21 +1,20 @@
 # The project's commands. `make test` is the test command the README gives
-# and .ci/run calls: the core module, then the redisq module (which starts its
-# own redis-server, so redis-server must be on PATH).
+# and .ci/run calls: `go test -race ./...` in every module of the repository.
+# redisq's tests (and the example's Redis test) start their own redis-server,
+# so redis-server must be on PATH.
+MODULES := . redisq examples
 
 .PHONY: test vet bench-smoke example
 test:
-	go test -race ./...
-	cd redisq && go test -race ./...
+	@set -e; for m in $(MODULES); do echo "go test -race ./... ($$m)"; (cd $$m && go test -race ./...); done
 
 vet:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
-	go vet ./...
-	cd redisq && go vet ./...
+	@set -e; for m in $(MODULES); do (cd $$m && go vet ./...); done
 
 # Every benchmark once, so they cannot rot.
 bench-smoke:
-	go test -run '^$$' -bench . -benchtime 1x ./...
-	cd redisq && go test -run '^$$' -bench . -benchtime 1x ./...
+	@set -e; for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchtime 1x ./...); done
 
 example:
 	go run ./examples/ordertimeout
