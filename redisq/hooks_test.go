@@ -2,7 +2,6 @@ package redisq
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -15,11 +14,18 @@ func splitLines(s string) []string { return strings.Split(strings.ReplaceAll(s, 
 // denyConfig makes CONFIG fail as it does on managed Redis services.
 type denyConfig struct{}
 
+// replyError is an error reply from the server, as go-redis reports one
+// (it implements redis.Error).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
 func (denyConfig) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (denyConfig) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if strings.EqualFold(cmd.Name(), "config") {
-			err := errors.New("ERR unknown command 'CONFIG'")
+			err := replyError("ERR unknown command 'CONFIG'")
 			cmd.SetErr(err)
 			return err
 		}

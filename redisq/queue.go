@@ -145,6 +145,13 @@ func (q *Queue) checkEviction(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		// Only a reply from the server (CONFIG renamed, disabled or not
+		// permitted, as on managed Redis) means "unavailable"; a connection
+		// failure is New's failure, not a reason to skip the check.
+		var reply redis.Error
+		if !errors.As(err, &reply) {
+			return fmt.Errorf("redisq: checking maxmemory-policy: %w", err)
+		}
 		q.opt.logger.Info("redisq: skipping maxmemory-policy check: CONFIG GET unavailable",
 			"queue", q.name, "err", err)
 		return nil

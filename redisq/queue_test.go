@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -357,4 +359,19 @@ func TestBadArgs(t *testing.T) {
 	_, err = q.EnqueueAfter(ctx, "", nil, 0)
 	require.Error(t, err)
 	require.False(t, errors.Is(err, ErrDuplicate))
+}
+
+// Regression: New treated an unreachable server as "CONFIG unavailable",
+// logged that it skipped the eviction check, and returned a queue.
+func TestNewFailsWhenServerUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close()) // nothing listens there now
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	q, err := New(context.Background(), c, "unreachable")
+	require.Error(t, err)
+	require.Nil(t, q)
+	require.NotErrorIs(t, err, ErrEvictionPolicy)
 }
