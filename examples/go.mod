@@ -1,11 +1,12 @@
 module github.com/dq-go/delayqueue/examples
 
-go 1.25
+go 1.25.0
 
 require (
 	github.com/dq-go/delayqueue v0.0.0-00010101000000-000000000000
 	github.com/dq-go/delayqueue/redisq v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.22.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
