@@ -24,6 +24,34 @@
 // them in one run with a comparison table. -timer picks the delayqueue
 // leader timer: runtime (default), precise (WithPreciseTimer) or both.
 //
+// -impl redis runs the Redis backend (redisq) against the server at -redis
+// instead, on queues named dqbench-RUN-* whose keys it deletes at the end
+// (point it at a scratch server with maxmemory-policy noeviction):
+//
+//	go run ./cmd/dqbench -impl redis -redis 127.0.0.1:6379 -rate 1000 -duration 10s
+//
+// It runs three phases:
+//
+//   - backlog: -redis-items items enqueued (EnqueueAfter, due at once) as
+//     fast as 8 producers (or -producers) can, then drained by -consumers
+//     consumers (Take+Ack, or TakeBatch(-batch)+AckMany): enqueue/s and
+//     delivered+acked/s;
+//   - idle: -consumers consumers blocked in Take for -idle (default 5s) with
+//     the head an hour away and -wake-cap as redisq.WithWakeCap (default
+//     1s); a go-redis hook counts the commands each consumer sends per
+//     blocked wait (target: one BZPOPMIN per wait, no polling loop);
+//   - steady: -rate items/s for -duration, each EnqueueAfter(-delay), taken
+//     and acked by -consumers consumers; lateness = receive instant mapped
+//     onto the Redis clock (offset calibrated with min-RTT TIME round trips,
+//     uncertain by about half that RTT) - Message.Due (target: p99 <= 10ms at
+//     1,000 items/s).
+//
+// With -impl redis, -mode defaults to steady (all three phases); -mode idle
+// runs the idle phase alone; -mode burst is refused (a million-item burst
+// over one second is not a Redis workload). -rate defaults to 1000,
+// -consumers to 4 and -batch to 1 (plain Take+Ack) unless given. -redis-items 0 or -idle 0 skip
+// those phases.
+//
 // -md prints markdown tables for a README; -json FILE writes the results for
 // scripts/perfchart, which renders docs/perf.svg:
 //
@@ -57,27 +85,36 @@ type options struct {
 	jsonPath, cpuprofile    string
 	seed                    uint64
 	floorDelaySet, leadAuto bool
+
+	// -impl redis
+	redisAddr  string
+	redisItems int
+	wakeCap    time.Duration
+	set        map[string]bool // flags given on the command line
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.impl, "impl", "delayqueue", "implementation: delayqueue, afterfunc, heapcond, floor, all (comma-separated list allowed)")
-	flag.StringVar(&o.mode, "mode", "burst", "burst: offer all, then due over -window; steady: offer at -rate with -delay; idle: blocked takers, CPU over -idle")
+	flag.StringVar(&o.impl, "impl", "delayqueue", "implementation: delayqueue, afterfunc, heapcond, floor, all (comma-separated list allowed); or redis alone (redisq at -redis)")
+	flag.StringVar(&o.mode, "mode", "burst", "burst: offer all, then due over -window; steady: offer at -rate with -delay; idle: blocked takers, CPU over -idle (-impl redis: steady unless given, burst refused)")
 	flag.StringVar(&o.timer, "timer", "runtime", "delayqueue leader timer: runtime, precise (WithPreciseTimer) or both (idle mode: both unless set)")
 	flag.IntVar(&o.items, "items", 1_000_000, "burst: number of items")
 	flag.DurationVar(&o.window, "window", time.Second, "burst: deadlines fall uniformly over this window (0: all due at once)")
 	flag.DurationVar(&o.lead, "lead", 0, "burst: time from the start of the offers to the window's opening (0: auto, 1s + 1µs per item)")
 	flag.IntVar(&o.producers, "producers", 1, "offering goroutines")
-	flag.IntVar(&o.consumers, "consumers", 1, "consuming goroutines")
-	flag.IntVar(&o.batch, "batch", 256, "items per take: TakeBatch max (0 or 1: plain Take)")
+	flag.IntVar(&o.consumers, "consumers", 1, "consuming goroutines (-impl redis: 4 unless given)")
+	flag.IntVar(&o.batch, "batch", 256, "items per take: TakeBatch max (0 or 1: plain Take; -impl redis: 1 unless given, at most 1000)")
 	flag.IntVar(&o.payload, "payload", 0, "payload bytes per item (0: the queue holds int64 indexes; else []byte of max(8, payload))")
-	flag.Float64Var(&o.rate, "rate", 100_000, "steady: items offered per second, all producers together")
+	flag.Float64Var(&o.rate, "rate", 100_000, "steady: items offered per second, all producers together (-impl redis: 1000 unless given)")
 	flag.DurationVar(&o.delay, "delay", 10*time.Millisecond, "steady: each item is due this long after it is offered")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "steady: how long producers offer")
 	flag.IntVar(&o.floorSamples, "floor-samples", 2000, "floor: number of timer sleeps")
 	flag.DurationVar(&o.floorDelay, "floor-delay", 0, "floor: sleeps are uniform in [0, floor-delay) (0: auto, 2*window/items clamped to [20µs, 2ms])")
 	flag.IntVar(&o.idleTakers, "takers", 1000, "idle: blocked takers")
-	flag.DurationVar(&o.idleFor, "idle", time.Second, "idle: real time over which CPU use is measured")
+	flag.DurationVar(&o.idleFor, "idle", time.Second, "idle: real time over which CPU use is measured (-impl redis: length of the idle phase, 5s unless given; 0 skips it)")
+	flag.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "-impl redis: Redis address (a scratch server: keys dqbench-* are created and deleted)")
+	flag.IntVar(&o.redisItems, "redis-items", 20_000, "-impl redis: items in the backlog phase (enqueue/s, then delivered+acked/s; 0 skips it)")
+	flag.DurationVar(&o.wakeCap, "wake-cap", time.Second, "-impl redis: redisq.WithWakeCap in the idle phase (the other phases use redisq's default)")
 	flag.BoolVar(&o.md, "md", false, "print markdown tables")
 	flag.BoolVar(&o.hist, "hist", true, "print a lateness histogram per implementation")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr")
@@ -85,9 +122,9 @@ func main() {
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Uint64Var(&o.seed, "seed", 1, "random seed for deadlines and floor delays")
 	flag.Parse()
-	timerSet := false
-	flag.Visit(func(f *flag.Flag) { timerSet = timerSet || f.Name == "timer" })
-	if o.mode == "idle" && !timerSet {
+	o.set = map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if o.mode == "idle" && !o.set["timer"] {
 		o.timer = "both" // the idle target is for both timers
 	}
 	if err := o.check(); err != nil {
@@ -108,10 +145,21 @@ func main() {
 	}
 
 	rep := Report{Meta: o.meta()}
-	g0 := runtime.NumGoroutine()
-	for _, name := range o.runs() {
-		settle(g0)
-		rep.Results = append(rep.Results, o.run(name))
+	if o.impl == "redis" {
+		rs, err := runRedis(&o, &rep.Meta)
+		rep.Results = rs
+		if err != nil {
+			if len(rs) == 0 {
+				fatal(err)
+			}
+			fmt.Fprintln(os.Stderr, "dqbench:", err)
+		}
+	} else {
+		g0 := runtime.NumGoroutine()
+		for _, name := range o.runs() {
+			settle(g0)
+			rep.Results = append(rep.Results, o.run(name))
+		}
 	}
 	rep.Meta.LoadAvg = loadAvg()
 	rep.print(os.Stdout, &o)
@@ -156,6 +204,9 @@ func fatal(err error) {
 }
 
 func (o *options) check() error {
+	if err := o.checkRedis(); err != nil {
+		return err
+	}
 	switch o.mode {
 	case "burst", "steady", "idle":
 	default:
@@ -168,7 +219,7 @@ func (o *options) check() error {
 	}
 	for _, s := range strings.Split(o.impl, ",") {
 		switch s {
-		case "delayqueue", "afterfunc", "heapcond", "floor", "all":
+		case "delayqueue", "afterfunc", "heapcond", "floor", "all", "redis":
 		default:
 			return fmt.Errorf("unknown -impl %q", s)
 		}
@@ -305,6 +356,9 @@ func (o *options) title() string {
 	pay := ""
 	if o.payload > 0 {
 		pay = fmt.Sprintf(", %d B payload", max(8, o.payload))
+	}
+	if o.impl == "redis" {
+		return o.redisTitle(take, pay)
 	}
 	switch o.mode {
 	case "steady":

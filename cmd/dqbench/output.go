@@ -38,6 +38,7 @@ type Meta struct {
 	FloorNs    int64   `json:"floor_delay_ns"`
 	Timer      string  `json:"timer"`
 	LoadAvg    string  `json:"loadavg,omitempty"` // /proc/loadavg 1/5/15 min at the end of the run (Linux)
+	Redis      string  `json:"redis,omitempty"`   // -impl redis: server version, address, AOF settings
 }
 
 // Result is one implementation's (or floor's, or idle run's) measurement.
@@ -59,6 +60,7 @@ type Result struct {
 	Wakeups      uint64       `json:"wakeups"`
 	Lateness     *Percentiles `json:"lateness_ns,omitempty"`
 	Histogram    []Bucket     `json:"histogram,omitempty"`
+	RedisIdle    *RedisIdle   `json:"redis_idle,omitempty"` // -impl redis idle phase
 	Note         string       `json:"note,omitempty"`
 }
 
@@ -87,11 +89,17 @@ func (rep *Report) print(w io.Writer, o *options) {
 	if m.LoadAvg != "" {
 		fmt.Fprintf(w, ", load average %s", m.LoadAvg)
 	}
-	fmt.Fprintf(w, "; dqbench %s\n\n", m.Args)
+	fmt.Fprintf(w, "; dqbench %s\n", m.Args)
+	if m.Redis != "" {
+		fmt.Fprintf(w, "%s\n", m.Redis)
+	}
+	fmt.Fprintln(w)
 
-	var idle, rows []Result
+	var idle, rows, redisIdle []Result
 	for _, r := range rep.Results {
-		if r.Kind == "idle" {
+		if r.RedisIdle != nil {
+			redisIdle = append(redisIdle, r)
+		} else if r.Kind == "idle" {
 			idle = append(idle, r)
 		} else {
 			rows = append(rows, r)
@@ -127,6 +135,9 @@ func (rep *Report) print(w io.Writer, o *options) {
 		fmt.Fprintln(w)
 		notes(w, idle)
 	}
+	for _, r := range redisIdle {
+		writeRedisIdle(w, o, r)
+	}
 	if o.hist {
 		for _, r := range rows {
 			if len(r.Histogram) == 0 {
@@ -155,7 +166,14 @@ func deliveredCell(r Result) string {
 
 func notes(w io.Writer, rs []Result) {
 	for _, r := range rs {
-		if r.Note != "" {
+		if strings.HasPrefix(r.Name, "redis") {
+			// Many notes: one per line.
+			for _, n := range strings.Split(r.Note, "; ") {
+				if n != "" {
+					fmt.Fprintf(w, "note: %s: %s\n", r.Name, n)
+				}
+			}
+		} else if r.Note != "" {
 			fmt.Fprintf(w, "note: %s: %s\n", r.Name, r.Note)
 		}
 		if r.Early > 0 {
@@ -335,4 +353,46 @@ func (t *table) write(w io.Writer) {
 	for _, r := range t.rows {
 		line(r)
 	}
+}
+
+// writeRedisIdle prints the -impl redis idle phase: what each blocked
+// consumer sent per wait.
+func writeRedisIdle(w io.Writer, o *options, r Result) {
+	ri := r.RedisIdle
+	t := table{md: o.md, head: []string{"redis idle", "consumer", "real time", "wake cap", "BZPOPMIN", "claims", "other", "cmds/wait", "mean wait"}}
+	var bz, cl, ot int64
+	for i := range ri.BZPopMin {
+		bz += ri.BZPopMin[i]
+		cl += ri.Claims[i]
+		ot += ri.Other[i]
+		t.add([]string{r.Name, strconv.Itoa(i + 1), dur(int64(r.IdleSeconds * 1e9)), dur(ri.WakeCapNs),
+			strconv.FormatInt(ri.BZPopMin[i], 10), strconv.FormatInt(ri.Claims[i], 10), strconv.FormatInt(ri.Other[i], 10),
+			perWait(ri.BZPopMin[i]+ri.Claims[i]+ri.Other[i], ri.BZPopMin[i]), "-"})
+	}
+	t.add([]string{r.Name, "all", dur(int64(r.IdleSeconds * 1e9)), dur(ri.WakeCapNs),
+		strconv.FormatInt(bz, 10), strconv.FormatInt(cl, 10), strconv.FormatInt(ot, 10), perWait(bz+cl+ot, bz), dur(ri.MeanWaitNs)})
+	t.write(w)
+	fmt.Fprintln(w)
+	verdict := "PASS"
+	if !ri.Pass {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "redis idle: %d consumers blocked in Take for %s (head 1h away, wake cap %s), process CPU %s:\n",
+		len(ri.BZPopMin), dur(int64(r.IdleSeconds*1e9)), dur(ri.WakeCapNs), dur(int64(r.CPUSeconds*1e9)))
+	fmt.Fprintf(w, "  each blocked wait is one BZPOPMIN (mean %s blocked); the claim script that follows it is the only other command.\n", dur(ri.MeanWaitNs))
+	fmt.Fprintf(w, "  target: one blocking command per wait, one wait per wake cap (<= %d per consumer), no polling: %s\n",
+		int64(r.IdleSeconds*1e9)/ri.WakeCapNs+1, verdict)
+	if ri.ServerBZPopMin >= 0 {
+		fmt.Fprintf(w, "  server-wide INFO commandstats over the same time: %d BZPOPMIN, %d EVALSHA/EVAL (hook: %d, %d)\n",
+			ri.ServerBZPopMin, ri.ServerEval, bz, cl)
+	}
+	fmt.Fprintln(w)
+	notes(w, []Result{r})
+}
+
+func perWait(cmds, waits int64) string {
+	if waits == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(cmds)/float64(waits), 'f', 2, 64)
 }

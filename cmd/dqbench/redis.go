@@ -1,0 +1,725 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dq-go/delayqueue/cmd/internal/redisprobe"
+	"github.com/dq-go/delayqueue/redisq"
+	"github.com/redis/go-redis/v9"
+)
+
+// -impl redis: the Redis backend, measured in phases (see the package doc).
+
+// RedisIdle is the idle phase's command count (Result.RedisIdle).
+type RedisIdle struct {
+	WakeCapNs int64 `json:"wake_cap_ns"`
+	// Per consumer, over the measured idle time: blocking waits sent
+	// (BZPOPMIN), claim scripts (EVALSHA/EVAL) and anything else.
+	BZPopMin []int64 `json:"bzpopmin"`
+	Claims   []int64 `json:"claims"`
+	Other    []int64 `json:"other"`
+	// MeanWaitNs is the mean time one BZPOPMIN blocked (those that ended
+	// within the measured time).
+	MeanWaitNs int64 `json:"mean_wait_ns"`
+	// Server-wide INFO commandstats deltas over the same time (-1: not
+	// available); equal to the sums above on a server nobody else uses.
+	ServerBZPopMin int64 `json:"server_bzpopmin"`
+	ServerEval     int64 `json:"server_evalsha"`
+	Pass           bool  `json:"pass"`
+}
+
+// redisRun is the state shared by the phases of one -impl redis run.
+type redisRun struct {
+	o      *options
+	ctx    context.Context
+	c      *redis.Client
+	hook   *redisprobe.CountHook
+	prefix string // queue names: prefix + phase
+}
+
+func (o *options) checkRedis() error {
+	has := false
+	for _, s := range strings.Split(o.impl, ",") {
+		has = has || s == "redis"
+	}
+	if !has {
+		return nil
+	}
+	if o.impl != "redis" {
+		return fmt.Errorf("-impl redis cannot be combined with other implementations")
+	}
+	if !o.set["mode"] {
+		o.mode = "steady"
+	}
+	if o.mode == "burst" {
+		return fmt.Errorf("-impl redis: -mode burst is not supported (a million items over one second is not a Redis workload); use -mode steady (lateness at -rate, plus the backlog and idle phases) or -mode idle")
+	}
+	if !o.set["rate"] {
+		o.rate = 1000
+	}
+	if !o.set["consumers"] {
+		o.consumers = 4
+	}
+	if !o.set["batch"] {
+		o.batch = 1
+	}
+	if !o.set["idle"] {
+		o.idleFor = 5 * time.Second
+	}
+	if o.batch > redisq.MaxBatch {
+		return fmt.Errorf("-impl redis: -batch %d > %d", o.batch, redisq.MaxBatch)
+	}
+	if o.redisItems < 0 || o.idleFor < 0 {
+		return fmt.Errorf("-redis-items and -idle must be >= 0")
+	}
+	if o.wakeCap < 10*time.Millisecond {
+		return fmt.Errorf("-wake-cap must be >= 10ms")
+	}
+	return nil
+}
+
+func (o *options) redisTitle(take, pay string) string {
+	if o.batch > 1 {
+		take += "+AckMany"
+	} else {
+		take += "+Ack"
+	}
+	idle := fmt.Sprintf("idle: %d consumers blocked for %v, head 1h away, wake cap %v", o.consumers, o.idleFor, o.wakeCap)
+	if o.mode == "idle" {
+		return "redis " + idle
+	}
+	var ph []string
+	if o.redisItems > 0 {
+		ph = append(ph, fmt.Sprintf("backlog: %s items enqueued by %d producers, drained by %d consumers",
+			group(int64(o.redisItems)), o.backlogProducers(), o.consumers))
+	}
+	if o.idleFor > 0 {
+		ph = append(ph, idle)
+	}
+	ph = append(ph, fmt.Sprintf("steady: %s items/s, each due %v after EnqueueAfter, for %v; %d producer(s), %d consumer(s)",
+		group(int64(o.rate)), o.delay, o.duration, o.producers, o.consumers))
+	return fmt.Sprintf("redis (%s%s): %s", take, pay, strings.Join(ph, "; "))
+}
+
+func (o *options) backlogProducers() int {
+	if o.set["producers"] {
+		return o.producers
+	}
+	return 8
+}
+
+// runRedis connects, runs the phases and deletes the queues' keys. It
+// returns the results gathered so far with the first error.
+func runRedis(o *options, meta *Meta) ([]Result, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	h := &redisprobe.CountHook{}
+	c := redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: 2*(o.consumers+max(o.producers, o.backlogProducers())) + 16})
+	defer c.Close()
+	c.AddHook(h)
+	meta.Redis = serverInfo(ctx, c, o.redisAddr)
+	if meta.Redis == "" {
+		return nil, fmt.Errorf("cannot reach Redis at %s: %w", o.redisAddr, c.Ping(ctx).Err())
+	}
+	run := &redisRun{o: o, ctx: ctx, c: c, hook: h,
+		prefix: "dqbench-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"}
+	defer func() {
+		if n := run.cleanup(); n > 0 {
+			fmt.Fprintf(os.Stderr, "dqbench: %d keys %s* left behind\n", n, run.prefix)
+		}
+	}()
+
+	var rs []Result
+	phases := []func() (Result, error){}
+	if o.mode == "steady" && o.redisItems > 0 {
+		phases = append(phases, run.backlog)
+	}
+	if o.idleFor > 0 || o.mode == "idle" {
+		phases = append(phases, run.idle)
+	}
+	if o.mode == "steady" {
+		phases = append(phases, run.steady)
+	}
+	for _, ph := range phases {
+		r, err := ph()
+		rs = append(rs, r)
+		if err != nil {
+			return rs, err
+		}
+		if ctx.Err() != nil {
+			return rs, ctx.Err()
+		}
+	}
+	return rs, nil
+}
+
+// serverInfo describes the server ("" if unreachable).
+func serverInfo(ctx context.Context, c *redis.Client, addr string) string {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return ""
+	}
+	s := "redis " + infoField(info, "redis_version") + " at " + addr
+	if cfg, err := c.ConfigGet(ctx, "appendonly").Result(); err == nil {
+		s += ", appendonly " + cfg["appendonly"]
+		if cfg["appendonly"] == "yes" {
+			if f, err := c.ConfigGet(ctx, "appendfsync").Result(); err == nil {
+				s += ", appendfsync " + f["appendfsync"]
+			}
+		}
+	}
+	return s
+}
+
+func infoField(info, name string) string {
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimRight(l, "\r"), name+":"); ok {
+			return v
+		}
+	}
+	return "?"
+}
+
+// serverCPU returns redis-server's user+system CPU time so far (-1: unknown).
+func serverCPU(ctx context.Context, c *redis.Client) time.Duration {
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return -1
+	}
+	u, err1 := strconv.ParseFloat(infoField(info, "used_cpu_user"), 64)
+	s, err2 := strconv.ParseFloat(infoField(info, "used_cpu_sys"), 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return time.Duration((u + s) * 1e9)
+}
+
+func serverCPUNote(ctx context.Context, c *redis.Client, c0 time.Duration) string {
+	c1 := serverCPU(ctx, c)
+	if c0 < 0 || c1 < 0 {
+		return ""
+	}
+	return "redis-server CPU " + dur(int64(c1-c0))
+}
+
+// commandCalls returns INFO commandstats call counts by command (nil: not
+// available).
+func commandCalls(ctx context.Context, c *redis.Client) map[string]int64 {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil
+	}
+	m := map[string]int64{}
+	for _, l := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimRight(l, "\r"), ":calls=")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		m[strings.TrimPrefix(name, "cmdstat_")], _ = strconv.ParseInt(n, 10, 64)
+	}
+	return m
+}
+
+// perItemNote describes the commands sent per delivered item in the steady
+// phase: by the producers and consumers (go-redis hook, which sees only
+// what they send under their own contexts) and by the server's count.
+func perItemNote(h *redisprobe.CountHook, o *options, c0, c1 map[string]int64, items int) string {
+	if items == 0 {
+		return ""
+	}
+	var prod, scripts, bz, other int64
+	for i := range o.consumers + o.producers {
+		c := h.Counts(i)
+		if i >= o.consumers {
+			prod += c.Scripts + c.BZPopMin + c.Other
+			continue
+		}
+		scripts += c.Scripts
+		bz += c.BZPopMin
+		other += c.Other
+	}
+	f := func(n int64) string { return strconv.FormatFloat(float64(n)/float64(items), 'f', 2, 64) }
+	s := fmt.Sprintf("commands per delivered item (go-redis hook): producers %s, consumers %s = %s scripts (claims, acks) + %s BZPOPMIN + %s other",
+		f(prod), f(scripts+bz+other), f(scripts), f(bz), f(other))
+	if c0 != nil && c1 != nil {
+		ev := c1["evalsha"] + c1["eval"] - c0["evalsha"] - c0["eval"]
+		s += fmt.Sprintf(", server-wide (INFO commandstats) %s EVALSHA/EVAL + %s BZPOPMIN",
+			f(ev), f(c1["bzpopmin"]-c0["bzpopmin"]))
+	}
+	return s
+}
+
+// cleanup deletes every key of this run's queues and returns how many are
+// still there afterwards.
+func (r *redisRun) cleanup() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pattern := "{dq:" + r.prefix + "*"
+	del := func() int {
+		n := 0
+		iter := r.c.Scan(ctx, 0, pattern, 1000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+			n++
+			if len(batch) == 500 {
+				r.c.Unlink(ctx, batch...)
+				batch = batch[:0]
+			}
+		}
+		if len(batch) > 0 {
+			r.c.Unlink(ctx, batch...)
+		}
+		return n
+	}
+	del()
+	return del()
+}
+
+func (r *redisRun) newQueue(phase string, opts ...redisq.Option) (*redisq.Queue, error) {
+	return redisq.New(r.ctx, r.c, r.prefix+phase, opts...)
+}
+
+// consumer runs Take+Ack (batch <= 1) or TakeBatch+AckMany until ctx is
+// done, handing each delivery to got with its receive instant first.
+func consumer(ctx context.Context, q *redisq.Queue, batch int, got func(recv time.Time, ms []*redisq.Message), errs *atomic.Value) {
+	ackCtx := context.WithoutCancel(ctx)
+	for {
+		var ms []*redisq.Message
+		var err error
+		if batch <= 1 {
+			var m *redisq.Message
+			if m, err = q.Take(ctx); err == nil {
+				ms = []*redisq.Message{m}
+			}
+		} else {
+			ms, err = q.TakeBatch(ctx, batch)
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				errs.CompareAndSwap(nil, err)
+			}
+			return
+		}
+		got(time.Now(), ms)
+		if len(ms) == 1 {
+			err = ms[0].Ack(ackCtx)
+		} else {
+			err = errors.Join(q.AckMany(ackCtx, ms)...)
+		}
+		if err != nil {
+			errs.CompareAndSwap(nil, fmt.Errorf("ack: %w", err))
+		}
+	}
+}
+
+func payload(o *options, i int) []byte {
+	b := make([]byte, max(8, o.payload))
+	binary.LittleEndian.PutUint64(b, uint64(i))
+	return b
+}
+
+// backlog: enqueue throughput, then delivered+acked throughput draining the
+// backlog with o.consumers consumers.
+func (r *redisRun) backlog() (Result, error) {
+	o := r.o
+	n := o.redisItems
+	res := Result{Name: "redis/backlog", Kind: "queue", Mode: "backlog", Items: n, HeapPerItem: -1}
+	q, err := r.newQueue("backlog")
+	if err != nil {
+		res.Note = err.Error()
+		return res, err
+	}
+	defer q.Close()
+	var offered, delivered atomic.Int64
+	start := time.Now()
+	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
+	defer stopProgress()
+	cpu0, scpu0 := cpuTime(), serverCPU(r.ctx, r.c)
+
+	// Enqueue as fast as the producers can, all items due at once.
+	var next atomic.Int64
+	var errs atomic.Value
+	var wg sync.WaitGroup
+	for range o.backlogProducers() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || errs.Load() != nil {
+					return
+				}
+				if _, err := q.EnqueueAfter(r.ctx, strconv.Itoa(i), payload(o, i), 0); err != nil {
+					errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
+					return
+				}
+				offered.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	res.OfferSeconds = el.Seconds()
+	res.OfferRate = float64(offered.Load()) / el.Seconds()
+	if err, _ := errs.Load().(error); err != nil {
+		res.Note = err.Error()
+		return res, err
+	}
+
+	// Drain with the consumers.
+	seen := make([]atomic.Bool, n)
+	var dups atomic.Int64
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	allDone := make(chan struct{})
+	d0 := time.Now()
+	for range o.consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			consumer(ctx, q, o.batch, func(_ time.Time, ms []*redisq.Message) {
+				for _, m := range ms {
+					i, _ := strconv.Atoi(m.ID)
+					if !seen[i].CompareAndSwap(false, true) {
+						dups.Add(1)
+						continue
+					}
+					if delivered.Add(1) == int64(n) {
+						close(allDone)
+					}
+				}
+			}, &errs)
+		}()
+	}
+	limit := 30*time.Second + time.Duration(n)*time.Millisecond
+	select {
+	case <-allDone:
+	case <-time.After(limit):
+		res.Note = joinNote(res.Note, "timed out draining")
+	case <-r.ctx.Done():
+	}
+	// Delivered+acked: the last consumer to finish its ack ends the phase.
+	cancel()
+	wg.Wait()
+	drain := time.Since(d0)
+	res.CPUSeconds = (cpuTime() - cpu0).Seconds()
+	res.Delivered = int(delivered.Load())
+	res.Duplicates = int(dups.Load())
+	res.DeliverRate = float64(res.Delivered) / drain.Seconds()
+	if n > 0 {
+		res.CPUPerItemNs = res.CPUSeconds * 1e9 / float64(n)
+	}
+	how := "Take+Ack"
+	if o.batch > 1 {
+		how = fmt.Sprintf("TakeBatch(%d)+AckMany", o.batch)
+	}
+	res.Note = joinNote(res.Note, fmt.Sprintf("offer/s = EnqueueAfter by %d producers (%v), deliver/s = %s by %d consumers (%v); CPU: this process's, per item enqueued+taken+acked",
+		o.backlogProducers(), el.Round(time.Millisecond), how, o.consumers, drain.Round(time.Millisecond)))
+	if s := serverCPUNote(r.ctx, r.c, scpu0); s != "" {
+		res.Note = joinNote(res.Note, s)
+	}
+	if err, _ := errs.Load().(error); err != nil {
+		res.Note = joinNote(res.Note, err.Error())
+		return res, err
+	}
+	if res.Delivered < n {
+		res.Note = joinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
+	}
+	return res, nil
+}
+
+// steady: lateness at o.rate items/s.
+func (r *redisRun) steady() (Result, error) {
+	o := r.o
+	n := int(o.rate * o.duration.Seconds())
+	res := Result{Name: "redis", Kind: "queue", Mode: "steady", Items: n, HeapPerItem: -1}
+	off0, rtt0, err := redisprobe.Calibrate(r.ctx, r.c, 200)
+	if err != nil {
+		res.Note = err.Error()
+		return res, err
+	}
+	q, err := r.newQueue("steady")
+	if err != nil {
+		res.Note = err.Error()
+		return res, err
+	}
+	defer q.Close()
+
+	lat := make([]int64, n)     // receive (Redis clock) - Message.Due, ns
+	byRedis := make([]int64, n) // ClaimedAt - Due, ns (ms resolution)
+	recvAt := make([]int64, n)  // receive, ns since start
+	dueAt := make([]int64, n)   // Message.Due mapped to the local clock, ns since start
+	seen := make([]atomic.Bool, n)
+	var offered, delivered, dups atomic.Int64
+	var errs atomic.Value
+	allDone := make(chan struct{})
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	h := r.hook
+	h.Reset(o.consumers + o.producers) // consumers 0.., then producers
+	calls0 := commandCalls(r.ctx, r.c)
+	start := time.Now()
+	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
+	cpu0, scpu0 := cpuTime(), serverCPU(r.ctx, r.c)
+
+	var cwg sync.WaitGroup
+	for c := range o.consumers {
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			consumer(redisprobe.WithCaller(ctx, c), q, o.batch, func(recv time.Time, ms []*redisq.Message) {
+				since := int64(recv.Sub(start))
+				for _, m := range ms {
+					i, err := strconv.Atoi(m.ID)
+					if err != nil || i < 0 || i >= n {
+						continue
+					}
+					if !seen[i].CompareAndSwap(false, true) {
+						dups.Add(1)
+						continue
+					}
+					lat[i] = int64(recv.Add(off0).Sub(m.Due))
+					byRedis[i] = int64(m.ClaimedAt.Sub(m.Due))
+					recvAt[i] = since
+					dueAt[i] = int64(m.Due.Add(-off0).Sub(start))
+					if delivered.Add(1) == int64(n) {
+						close(allDone)
+					}
+				}
+			}, &errs)
+		}()
+	}
+
+	var pwg sync.WaitGroup
+	for p := range o.producers {
+		lo, hi := p*n/o.producers, (p+1)*n/o.producers
+		rate := o.rate / float64(o.producers)
+		pctx := redisprobe.WithCaller(r.ctx, o.consumers+p)
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			t0 := time.Since(start)
+			for k, i := 0, lo; i < hi; {
+				now := time.Since(start)
+				for ; i < hi && t0+time.Duration(float64(k)/rate*1e9) <= now; i, k = i+1, k+1 {
+					if _, err := q.EnqueueAfter(pctx, strconv.Itoa(i), payload(o, i), o.delay); err != nil {
+						errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
+						return
+					}
+					offered.Add(1)
+				}
+				if i < hi {
+					time.Sleep(t0 + time.Duration(float64(k)/rate*1e9) - time.Since(start))
+				}
+			}
+		}()
+	}
+	pwg.Wait()
+	offerDone := time.Since(start)
+	res.OfferSeconds = offerDone.Seconds()
+	res.OfferRate = float64(offered.Load()) / offerDone.Seconds()
+
+	// Wait for the tail (at least the last item's delay plus 5s, even when
+	// the producers fell behind -rate).
+	limit := max(o.duration+o.delay+max(5*time.Second, o.delay)-time.Since(start), o.delay+5*time.Second)
+	select {
+	case <-allDone:
+	case <-time.After(limit):
+		res.Note = joinNote(res.Note, "timed out waiting for deliveries")
+	case <-r.ctx.Done():
+	}
+	cpu1 := cpuTime()
+	cancel()
+	cwg.Wait()
+	stopProgress()
+	off1, rtt1, err := redisprobe.Calibrate(r.ctx, r.c, 200)
+	if err != nil {
+		off1, rtt1 = off0, rtt0
+	}
+
+	res.CPUSeconds = (cpu1 - cpu0).Seconds()
+	res.Delivered = int(delivered.Load())
+	res.Duplicates = int(dups.Load())
+	if res.Delivered > 0 {
+		res.CPUPerItemNs = float64(cpu1-cpu0) / float64(res.Delivered)
+	}
+	var ls, rs []int64
+	first, last := int64(1<<62), int64(0)
+	for i := range seen {
+		if !seen[i].Load() {
+			continue
+		}
+		if lat[i] < 0 {
+			res.Early++
+		}
+		ls = append(ls, lat[i])
+		rs = append(rs, byRedis[i])
+		first = min(first, dueAt[i])
+		last = max(last, recvAt[i])
+	}
+	if len(ls) > 0 && last > first {
+		res.DeliverRate = float64(len(ls)) / (float64(last-first) / 1e9)
+	}
+	res.setLateness(ls)
+	unc := max(rtt0, rtt1)/2 + absDur(off1-off0)
+	res.Note = joinNote(res.Note, fmt.Sprintf("lateness = receive instant on the Redis clock - Message.Due (ms); clock offset from min-RTT TIME round trips: RTT %v before, %v after, offset drift %v over the run: uncertainty about ±%v",
+		rtt0.Round(time.Microsecond), rtt1.Round(time.Microsecond), (off1-off0).Round(time.Microsecond), unc.Round(time.Microsecond)))
+	if len(rs) > 0 {
+		slices.Sort(rs)
+		q := func(p float64) string { return dur(rs[int(p*float64(len(rs)-1))]) }
+		res.Note = joinNote(res.Note, fmt.Sprintf("by Redis TIME alone (claim script TIME - due, 1ms resolution): p50 %s, p99 %s, p99.9 %s, max %s",
+			q(0.5), q(0.99), q(0.999), q(1)))
+	}
+	if res.Lateness != nil && o.rate == 1000 {
+		verdict := "PASS"
+		if res.Delivered < n || res.Lateness.P99 > int64(10*time.Millisecond) {
+			verdict = "FAIL"
+		}
+		res.Note = joinNote(res.Note, fmt.Sprintf("target p99 <= 10ms at 1,000 items/s, all delivered: %s", verdict))
+	}
+	if o.rate > 0 && res.OfferRate < 0.95*o.rate {
+		res.Note = joinNote(res.Note, fmt.Sprintf("the producers fell behind -rate (%s/s offered)", rate(res.OfferRate)))
+	}
+	if s := serverCPUNote(r.ctx, r.c, scpu0); s != "" {
+		res.Note = joinNote(res.Note, s)
+	}
+	if s := perItemNote(h, o, calls0, commandCalls(r.ctx, r.c), res.Delivered); s != "" {
+		res.Note = joinNote(res.Note, s)
+	}
+	if st, err := q.Stats(r.ctx); err == nil {
+		res.Note = joinNote(res.Note, fmt.Sprintf("redisq stats: enqueued %d, delivered %d, acked %d, expired %d, in flight %d, scheduled %d",
+			st.Counters["enqueued"], st.Counters["delivered"], st.Counters["acked"], st.Counters["expired"], st.InFlight, st.Scheduled))
+	}
+	if res.Delivered < n {
+		res.Note = joinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
+	}
+	if err, _ := errs.Load().(error); err != nil {
+		res.Note = joinNote(res.Note, err.Error())
+		return res, err
+	}
+	return res, nil
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// idle: consumers blocked with nothing due; count what each sends.
+func (r *redisRun) idle() (Result, error) {
+	o := r.o
+	res := Result{Name: "redis/idle", Kind: "idle", Mode: "idle", Items: o.consumers, HeapPerItem: -1}
+	ri := &RedisIdle{WakeCapNs: int64(o.wakeCap), ServerBZPopMin: -1, ServerEval: -1}
+	res.RedisIdle = ri
+	q, err := r.newQueue("idle", redisq.WithWakeCap(o.wakeCap))
+	if err != nil {
+		res.Note = err.Error()
+		return res, err
+	}
+	defer q.Close()
+	if _, err := q.EnqueueAfter(r.ctx, "head", payload(o, 0), time.Hour); err != nil {
+		res.Note = err.Error()
+		return res, err
+	}
+	h := r.hook
+	h.Reset(o.consumers)
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	var errs atomic.Value
+	var wg sync.WaitGroup
+	for i := range o.consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			consumer(redisprobe.WithCaller(ctx, i), q, o.batch, func(time.Time, []*redisq.Message) {
+				errs.CompareAndSwap(nil, errors.New("idle phase: an item was delivered"))
+			}, &errs)
+		}()
+	}
+	// Wait until every consumer has sent its first BZPOPMIN, then one more
+	// second for the first claims and waits to settle.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		all := true
+		for i := range o.consumers {
+			all = all && h.Counts(i).BZPopMin > 0
+		}
+		if all {
+			break
+		}
+		if time.Now().After(deadline) {
+			res.Note = "not every consumer blocked within 10s"
+			break
+		}
+	}
+	time.Sleep(min(time.Second, o.wakeCap/2))
+
+	snap := func() (bz, cl, ot []int64, waitNs, waits int64) {
+		for i := range o.consumers {
+			c := h.Counts(i)
+			bz = append(bz, c.BZPopMin)
+			cl = append(cl, c.Scripts)
+			ot = append(ot, c.Other)
+		}
+		n, blocked := h.Waits()
+		return bz, cl, ot, int64(blocked), n
+	}
+	calls0 := commandCalls(r.ctx, r.c)
+	bz0, cl0, ot0, wn0, w0 := snap()
+	cpu0 := cpuTime()
+	t0 := time.Now()
+	select {
+	case <-time.After(o.idleFor):
+	case <-r.ctx.Done():
+	}
+	el := time.Since(t0)
+	cpu1 := cpuTime()
+	bz1, cl1, ot1, wn1, w1 := snap()
+	calls1 := commandCalls(r.ctx, r.c)
+	cancel()
+	wg.Wait()
+
+	res.IdleSeconds = el.Seconds()
+	res.CPUSeconds = (cpu1 - cpu0).Seconds()
+	var sumBZ, sumCl int64
+	pass := true
+	// One wait per wake cap, a claim after each, nothing else.
+	maxWaits := int64(el/o.wakeCap) + 1
+	for i := range o.consumers {
+		b, c, x := bz1[i]-bz0[i], cl1[i]-cl0[i], ot1[i]-ot0[i]
+		ri.BZPopMin = append(ri.BZPopMin, b)
+		ri.Claims = append(ri.Claims, c)
+		ri.Other = append(ri.Other, x)
+		sumBZ += b
+		sumCl += c
+		pass = pass && b <= maxWaits && c <= b+1 && x == 0
+	}
+	res.Wakeups = uint64(sumBZ)
+	if w1 > w0 {
+		ri.MeanWaitNs = (wn1 - wn0) / (w1 - w0)
+	}
+	if calls0 != nil && calls1 != nil {
+		ri.ServerBZPopMin = calls1["bzpopmin"] - calls0["bzpopmin"]
+		ri.ServerEval = calls1["evalsha"] + calls1["eval"] - calls0["evalsha"] - calls0["eval"]
+	}
+	ri.Pass = pass
+	if err, _ := errs.Load().(error); err != nil {
+		res.Note = joinNote(res.Note, err.Error())
+		return res, err
+	}
+	return res, nil
+}
