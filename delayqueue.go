@@ -79,7 +79,9 @@ var lastQueueID atomic.Uint64
 // once: through Take, TakeBatch, Poll, DrainExpired, Remove or Drain.
 //
 // A Queue must be created with New. It is safe for concurrent use by
-// multiple goroutines.
+// multiple goroutines. Under testing/synctest, a Queue belongs to the bubble
+// it was created in (its timer and channels do): create it inside the
+// bubble that uses it.
 type Queue[T any] struct {
 	id       uint64    // for Handles; never 0
 	base     time.Time // deadlines are nanoseconds since base (monotonic)
@@ -88,11 +90,14 @@ type Queue[T any] struct {
 
 	mu sync.Mutex
 	// The fields below are guarded by mu.
-	heap         heap[T]
-	lastNow      int64 // the latest clock reading, in ns since base
-	closed       bool
-	leader       *waiter  // the taker responsible for the head; nil if none
-	leaderAsleep bool     // the leader armed the timer and is (about to be) waiting on it
+	heap    heap[T]
+	lastNow int64 // the latest clock reading, in ns since base
+	closed  bool
+	leader  *waiter // the taker responsible for the head; nil if none
+	// leaderAsleep: the leader armed the timer and is waiting on it, or has
+	// just woken and not yet relocked mu. While it is set, a head change
+	// must re-arm the timer (rearmLocked), since the leader will not look.
+	leaderAsleep bool
 	followers    waitList // blocked takers without a timer, FIFO
 	putters      waitList // blocked Puts, FIFO
 	waiterPool   []*waiter
@@ -121,7 +126,7 @@ func New[T any](opts ...Option) *Queue[T] {
 	if c.precise {
 		q.timer = newPreciseTimer()
 	} else {
-		q.timer = new(runtimeTimer)
+		q.timer = newRuntimeTimer()
 	}
 	return q
 }
@@ -174,7 +179,7 @@ func (q *Queue[T]) offerLocked(v T, at int64) (Handle, error) {
 	slot, gen := q.heap.push(v, at)
 	q.offered++
 	if q.heap.head().slot == slot {
-		q.newHeadLocked()
+		q.headEarlierLocked()
 	}
 	return Handle{queue: q.id, slot: slot, gen: gen}, nil
 }
@@ -204,6 +209,8 @@ func (q *Queue[T]) Put(ctx context.Context, v T, at time.Time) (Handle, error) {
 			err = ctx.Err()
 		}
 		q.mu.Lock()
+		// Still listed: nobody woke us. Unlisted: spaceFreedLocked or
+		// Close popped and signalled us; if we leave on ctx, pass it on.
 		if w.list != nil {
 			w.list.remove(w)
 		} else if err != nil && q.heap.len() < q.capacity {
@@ -234,8 +241,11 @@ func (q *Queue[T]) Take(ctx context.Context) (T, error) {
 		if !q.closed && q.headDueLocked() {
 			v := q.heap.pop()
 			q.taken++
+			// Leave first: if w led, it hands off to a follower, who arms
+			// for the new head itself; otherwise a sleeping leader is
+			// re-armed for it.
 			q.leaveLocked(w)
-			q.headChangedLocked()
+			q.rearmLocked()
 			q.spaceFreedLocked(1)
 			q.mu.Unlock()
 			return v, nil
@@ -297,7 +307,7 @@ func (q *Queue[T]) popDueLocked(dst []T, max int) []T {
 	}
 	if n > 0 {
 		q.taken += uint64(n)
-		q.headChangedLocked()
+		q.rearmLocked()
 		q.spaceFreedLocked(n)
 	}
 	return dst
@@ -313,7 +323,7 @@ func (q *Queue[T]) Poll() (T, bool) {
 	}
 	v := q.heap.pop()
 	q.taken++
-	q.headChangedLocked()
+	q.rearmLocked()
 	q.spaceFreedLocked(1)
 	q.mu.Unlock()
 	return v, true
@@ -361,7 +371,7 @@ func (q *Queue[T]) Remove(h Handle) (T, bool) {
 	v := q.heap.removeAt(i)
 	q.removed++
 	if i == 0 {
-		q.headChangedLocked()
+		q.rearmLocked()
 	}
 	q.spaceFreedLocked(1)
 	q.mu.Unlock()
@@ -385,11 +395,14 @@ func (q *Queue[T]) Reschedule(h Handle, at time.Time) bool {
 	}
 	oldHead := q.heap.head().at
 	q.heap.fix(i, t)
+	// Three cases: the item became an earlier head (wake or re-arm), the
+	// head changed otherwise (re-arm a sleeping leader), or neither the old
+	// nor the new head is this item (nobody is disturbed).
 	switch isHead := q.heap.head().slot == h.slot; {
 	case isHead && t < oldHead:
-		q.newHeadLocked()
+		q.headEarlierLocked()
 	case isHead || i == 0:
-		q.headChangedLocked()
+		q.rearmLocked()
 	}
 	return true
 }
@@ -407,12 +420,16 @@ func (q *Queue[T]) Len() int {
 // working. Close is idempotent and safe to call from any goroutine.
 func (q *Queue[T]) Close() {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.closed {
+		q.mu.Unlock()
 		return
 	}
 	q.closed = true
 	q.wakeAllLocked()
+	q.mu.Unlock()
+	// Outside the mutex: closing a timerfd waits for a parked leader's read
+	// to let go of it. A concurrent re-arm of a closed timer falls back to
+	// the runtime timer harmlessly.
 	q.timer.close()
 }
 

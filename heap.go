@@ -7,8 +7,9 @@ import (
 
 // arity is the number of children of each heap node. A 4-ary heap is half
 // as deep as a binary one, and a node's children sit next to each other in
-// memory, so a sift touches fewer cache lines; it makes the same number of
-// comparisons per level times levels as a binary heap.
+// memory, so a sift touches fewer cache lines. Sifting down makes about the
+// same number of comparisons as in a binary heap (4 per level, half the
+// levels); sifting up makes half as many.
 const arity = 4
 
 // node is one queued item as the heap holds it.

@@ -109,7 +109,9 @@ type leaderTimer interface {
 	// disarm stops the timer from expiring. Called under Queue.mu.
 	disarm()
 	// wait blocks until the timer expires, a token arrives on ready, or ctx
-	// is done, and returns ctx.Err() only in the last case. Only the leader
+	// is done. It returns nil or ctx.Err(); ctx.Err() at least whenever ctx
+	// ended the wait (the precise timer also returns it when ctx ended just
+	// as the timer expired). Only the leader
 	// calls it, without holding Queue.mu, after arm or disarm.
 	wait(ctx context.Context, ready <-chan struct{}) error
 	// wake makes a wait in progress return soon. It is called under
@@ -123,20 +125,22 @@ type leaderTimer interface {
 // for each arming. Since Go 1.23, Stop and Reset guarantee that no expiry
 // from before the call is received after it, which is what makes a timer
 // shared by successive leaders and re-armed by other goroutines safe.
+//
+// The timer is created stopped by newRuntimeTimer, in New, so it belongs to
+// the synctest bubble (or the absence of one) where the queue was created,
+// like the queue's other resources.
 type runtimeTimer struct {
-	t *time.Timer // created by the first arm or disarm, under Queue.mu
+	t *time.Timer
 }
 
-func (rt *runtimeTimer) timer() *time.Timer {
-	if rt.t == nil {
-		rt.t = time.NewTimer(time.Duration(math.MaxInt64))
-		rt.t.Stop()
-	}
-	return rt.t
+func newRuntimeTimer() *runtimeTimer {
+	t := time.NewTimer(time.Duration(math.MaxInt64))
+	t.Stop()
+	return &runtimeTimer{t: t}
 }
 
-func (rt *runtimeTimer) arm(d time.Duration) { rt.timer().Reset(d) }
-func (rt *runtimeTimer) disarm()             { rt.timer().Stop() }
+func (rt *runtimeTimer) arm(d time.Duration) { rt.t.Reset(d) }
+func (rt *runtimeTimer) disarm()             { rt.t.Stop() }
 
 func (rt *runtimeTimer) wait(ctx context.Context, ready <-chan struct{}) error {
 	select {
@@ -206,7 +210,14 @@ func (q *Queue[T]) armLocked() {
 		q.timer.disarm()
 		return
 	}
-	q.timer.arm(time.Duration(q.heap.head().at - q.readClockLocked()))
+	at, now := q.heap.head().at, q.readClockLocked()
+	d := at - now // may overflow: at and now can be anywhere in int64
+	if at <= now {
+		d = 0
+	} else if d < 0 {
+		d = math.MaxInt64
+	}
+	q.timer.arm(time.Duration(d))
 }
 
 // leaveLocked is called when taker w stops taking (it got its items, its
@@ -241,21 +252,21 @@ func (q *Queue[T]) promoteLocked() {
 	}
 }
 
-// newHeadLocked is called when an Offer or Reschedule made the head
+// headEarlierLocked is called when an Offer or Reschedule made the head
 // earlier. A sleeping leader has its timer re-armed and is not woken; with
 // no leader, one follower is promoted. So it wakes at most one taker.
-func (q *Queue[T]) newHeadLocked() {
+func (q *Queue[T]) headEarlierLocked() {
 	if q.leader == nil {
 		q.promoteLocked()
 		return
 	}
-	q.headChangedLocked()
+	q.rearmLocked()
 }
 
-// headChangedLocked re-arms a sleeping leader's timer after the head
+// rearmLocked re-arms a sleeping leader's timer after the head
 // changed, so that it neither wakes early for an item that left nor late for
 // one that arrived. A leader that is awake looks at the head itself.
-func (q *Queue[T]) headChangedLocked() {
+func (q *Queue[T]) rearmLocked() {
 	if q.leaderAsleep {
 		q.armLocked()
 	}

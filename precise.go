@@ -21,10 +21,11 @@ package delayqueue
 //     collector (os.File's finalizer), some time after it became
 //     unreachable; call Close to release it promptly.
 //   - Each wait makes three system calls (arm the timerfd, read it before
-//     parking, read it after) where time.Timer makes none, and an Offer,
-//     Reschedule, Remove or Poll that changes the head while a taker waits
-//     makes one, to re-arm the timer. Per wake-up that
-//     is cheaper than the runtime timer; but the runtime timer's
+//     parking, read it after) where time.Timer makes none, and any call
+//     that changes the head while a taker waits on the timer (Offer, Put,
+//     Reschedule, Remove, Poll, DrainExpired, a Take or TakeBatch that
+//     finds the head due) makes one, to re-arm it. Per wake-up that is
+//     cheaper than the runtime timer; but the runtime timer's
 //     millisecond granularity lets one wake-up deliver every item due within
 //     the same millisecond, so a queue with many items due per millisecond
 //     wakes more often, and spends more CPU time, with this option.

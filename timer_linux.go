@@ -61,16 +61,19 @@ type preciseTimer struct {
 	readFn  func(fd uintptr) bool // pt.onReadable, bound once
 	watched <-chan struct{}       // Done channel of the ctx registered in stop
 
-	failed   atomic.Bool  // the descriptor failed: use fallback from now on
-	fallback runtimeTimer // armed under Queue.mu, like the timerfd
+	failed   atomic.Bool   // the descriptor failed: use fallback from now on
+	fallback *runtimeTimer // armed under Queue.mu, like the timerfd
 
-	onDone func()           // what the ctx registration runs: fire, weakly
+	wp     weak.Pointer[preciseTimer]
+	cur    atomic.Value     // the Done channel of the wait in progress, noDone if none
 	fireFn func(fd uintptr) // arms the timer to expire at once
 
 	mu     sync.Mutex // guards stop and closed, shared by watch and close
 	stop   func() bool
 	closed bool
 }
+
+var noDone = (<-chan struct{})(nil)
 
 // waitState is where a wait's RawConn.Read callback is, and how it ended.
 type waitState uint8
@@ -106,12 +109,12 @@ func newPreciseTimer() leaderTimer {
 	// Inside a testing/synctest bubble time.Now has no monotonic reading
 	// (and time is fake), so a real-clock timer would stall the bubble.
 	if now := time.Now(); now == now.Round(0) {
-		return new(runtimeTimer)
+		return newRuntimeTimer()
 	}
 	if pt := openPreciseTimer(); pt != nil {
 		return pt
 	}
-	return new(runtimeTimer)
+	return newRuntimeTimer()
 }
 
 // openPreciseTimer creates the timerfd, or returns nil if that fails.
@@ -132,18 +135,16 @@ func openPreciseTimer() *preciseTimer {
 		f.Close()
 		return nil
 	}
-	pt := &preciseTimer{f: f, rc: rc}
+	// The fallback is created before pt is shared: wait reads it without
+	// Queue.mu.
+	pt := &preciseTimer{f: f, rc: rc, fallback: newRuntimeTimer()}
+	pt.cur.Store(noDone)
 	pt.readFn = pt.onReadable
 	pt.armFn = func(fd uintptr) { pt.armErr = settime(fd, &pt.spec) }
 	pt.fireFn = func(fd uintptr) { settime(fd, &fireNow) }
 	// The ctx registration may outlive the wait that made it. It holds the
 	// timer weakly so that it cannot keep a dropped queue's descriptor open.
-	wp := weak.Make(pt)
-	pt.onDone = func() {
-		if t := wp.Value(); t != nil {
-			t.fire()
-		}
-	}
+	pt.wp = weak.Make(pt)
 	return pt
 }
 
@@ -192,13 +193,13 @@ func (pt *preciseTimer) settime(d time.Duration) {
 		if pt.rc.Control(pt.armFn) == nil && pt.armErr == 0 {
 			return
 		}
-		pt.failed.Store(true) // closed, or the timerfd is unusable
 	}
 	if d == 0 {
 		pt.fallback.disarm()
 	} else {
 		pt.fallback.arm(d)
 	}
+	pt.failed.Store(true) // after arming, so a wait that sees it finds the fallback armed
 }
 
 func (pt *preciseTimer) wait(ctx context.Context, ready <-chan struct{}) error {
@@ -215,7 +216,9 @@ func (pt *preciseTimer) wait(ctx context.Context, ready <-chan struct{}) error {
 		}
 	}
 	pt.state, pt.ready, pt.done = waitParked, ready, done
+	pt.cur.Store(done)
 	err := pt.rc.Read(pt.readFn)
+	pt.cur.Store(noDone)
 	state := pt.state
 	pt.ready, pt.done = nil, nil
 	switch {
@@ -248,7 +251,14 @@ func (pt *preciseTimer) watch(ctx context.Context, done <-chan struct{}) {
 	if pt.closed {
 		return // the wait will fall back; close must not miss a registration
 	}
-	pt.stop = context.AfterFunc(ctx, pt.onDone)
+	wp := pt.wp
+	pt.stop = context.AfterFunc(ctx, func() {
+		// Fire only if a wait on this ctx is in progress: a registration
+		// that outlived its wait must not wake the next leader.
+		if t := wp.Value(); t != nil && t.cur.Load() == any(done) {
+			t.fire()
+		}
+	})
 	pt.watched = done
 }
 

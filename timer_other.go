@@ -4,4 +4,4 @@ package delayqueue
 
 // newPreciseTimer returns the runtime timer: a timerfd is Linux-only, and
 // WithPreciseTimer is documented to fall back to time.Timer elsewhere.
-func newPreciseTimer() leaderTimer { return new(runtimeTimer) }
+func newPreciseTimer() leaderTimer { return newRuntimeTimer() }
