@@ -111,8 +111,8 @@ type leaderTimer interface {
 	// wait blocks until the timer expires, a token arrives on ready, or ctx
 	// is done. It returns nil or ctx.Err(); ctx.Err() at least whenever ctx
 	// ended the wait (the precise timer also returns it when ctx ended just
-	// as the timer expired). Only the leader
-	// calls it, without holding Queue.mu, after arm or disarm.
+	// as the timer expired). Only the leader calls it, without holding
+	// Queue.mu, after arm or disarm.
 	wait(ctx context.Context, ready <-chan struct{}) error
 	// wake makes a wait in progress return soon. It is called under
 	// Queue.mu right after a token is sent to the leader's ready channel.
@@ -263,9 +263,9 @@ func (q *Queue[T]) headEarlierLocked() {
 	q.rearmLocked()
 }
 
-// rearmLocked re-arms a sleeping leader's timer after the head
-// changed, so that it neither wakes early for an item that left nor late for
-// one that arrived. A leader that is awake looks at the head itself.
+// rearmLocked re-arms a sleeping leader's timer after the head changed, so
+// that it neither wakes early for an item that left nor late for one that
+// arrived. A leader that is awake looks at the head itself.
 func (q *Queue[T]) rearmLocked() {
 	if q.leaderAsleep {
 		q.armLocked()
