@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -57,14 +58,17 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	rep.Scheduled, rep.Leased, rep.Dead = len(zs[0]), len(zs[1]), len(zs[2])
 
 	var keys []string
+	var keysMu sync.Mutex
 	scan := func(ctx context.Context, c *redis.Client) error {
 		var cur uint64
 		for {
-			ks, next, err := c.Scan(ctx, cur, q.mpref+"*", 1000).Result()
+			ks, next, err := c.Scan(ctx, cur, globEscape(q.mpref)+"*", 1000).Result()
 			if err != nil {
 				return err
 			}
+			keysMu.Lock()
 			keys = append(keys, ks...)
+			keysMu.Unlock()
 			if cur = next; cur == 0 {
 				return nil
 			}
@@ -128,4 +132,16 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -56,7 +56,9 @@
 // the timer key: the first waiter that finds the head in the future becomes
 // its owner (SET PX until due) and sleeps until then; the others wait on the
 // marker for up to the wake cap. An owner that gets work, or leaves Take,
-// gives the timer up and re-arms the marker so another waiter takes it over. This avoids a
+// gives the timer up and re-arms the marker so another waiter takes it over;
+// a waiter that popped the marker and leaves Take before claiming puts the
+// marker back. This avoids a
 // thundering herd of all consumers at every due time.
 //
 // Redis only checks blocked clients' timeouts once per event-loop pass

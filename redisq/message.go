@@ -28,8 +28,10 @@ type Message struct {
 // round trip. It returns nil on success, ErrLeaseLost when the lease has
 // expired by the Redis clock or another consumer holds the item now (nothing
 // changes: the item is or will be redelivered), or a Redis/context error (the
-// ack may or may not have been applied; a retry then returns nil or
-// ErrLeaseLost).
+// ack may or may not have been applied). An Ack that was applied but whose
+// reply was lost, and is run again within 30 s (as go-redis does itself after
+// a read timeout, or a retry of yours), returns nil: the applied ack is
+// remembered by its lease token.
 func (m *Message) Ack(ctx context.Context) error {
 	r, err := m.q.run(ctx, scriptAck, m.ID, m.token)
 	if err != nil {

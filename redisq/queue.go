@@ -353,8 +353,16 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 	defer stop()
 
 	waiter := q.wpref + "t" + strconv.FormatUint(q.waitSeq.Add(1), 10)
-	owner := false // the last claim made this call the timer owner
+	owner := false  // the last claim made this call the timer owner
+	popped := false // the last wait consumed the wake marker and no claim followed
 	defer func() {
+		if popped {
+			// We consumed a wake-up meant for some waiter and leave without
+			// claiming: pass it on.
+			c, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = q.client.ZAdd(c, q.keys[3], redis.Z{Score: 0, Member: "w"}).Err()
+		}
 		if owner {
 			// Leaving while owning the timer: hand it to another waiter now
 			// rather than let them wait for the wake cap.
@@ -369,6 +377,9 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 		}
 		msgs, next, timed, err := q.claim(ctx, n, waiter)
 		owner = timed
+		if err == nil {
+			popped = false // the claim acted on the wake-up we consumed
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
@@ -408,7 +419,7 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 			}
 			continue
 		}
-		if err := q.block(ctx, wait, timed); err != nil {
+		if popped, err = q.block(ctx, wait, timed); err != nil {
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
@@ -429,6 +440,9 @@ func (q *Queue) claim(ctx context.Context, n int, waiter string) ([]*Message, ti
 	now := toInt(r[0])
 	next := time.Duration(-1)
 	if v := toInt(r[1]); v >= 0 {
+		if v > int64(24*time.Hour/time.Millisecond) {
+			v = int64(24 * time.Hour / time.Millisecond) // avoid Duration overflow
+		}
 		next = time.Duration(v) * time.Millisecond
 	}
 	var msgs []*Message
@@ -459,7 +473,7 @@ func (q *Queue) claim(ctx context.Context, n int, waiter string) ([]*Message, ti
 // backstop. The timer measures a duration that Redis computed; the claim
 // that follows still decides by Redis TIME, so an early timer only costs one
 // more claim.
-func (q *Queue) block(ctx context.Context, wait time.Duration, timed bool) error {
+func (q *Queue) block(ctx context.Context, wait time.Duration, timed bool) (popped bool, err error) {
 	key := q.wpref + strconv.FormatUint(q.waitSeq.Add(1), 10)
 	var once sync.Once
 	fired := make(chan struct{})
@@ -468,7 +482,7 @@ func (q *Queue) block(ctx context.Context, wait time.Duration, timed bool) error
 			defer close(fired)
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			_ = scriptUnblock.Run(c, q.wait, []string{key}).Err()
+			_ = scriptUnblock.Run(c, q.client, []string{key}).Err()
 		})
 	}
 	stop := context.AfterFunc(ctx, push)
@@ -478,16 +492,19 @@ func (q *Queue) block(ctx context.Context, wait time.Duration, timed bool) error
 		timer = time.AfterFunc(wait, push)
 		server = wait + 200*time.Millisecond
 	}
-	var err error
 	if server >= time.Second {
 		// go-redis extends the read deadline for BZPopMin by its timeout.
-		err = q.wait.BZPopMin(ctx, server.Truncate(time.Second), q.keys[3], key).Err()
+		r, e := q.wait.BZPopMin(ctx, server.Truncate(time.Second), q.keys[3], key).Result()
+		err = e
+		popped = e == nil && r != nil && r.Key == q.keys[3]
 	} else {
 		if server > q.subsec {
 			server = q.subsec
 		}
 		secs := strconv.FormatFloat(server.Seconds(), 'f', 3, 64)
-		err = q.wait.Do(ctx, "bzpopmin", q.keys[3], key, secs).Err()
+		r, e := q.wait.Do(ctx, "bzpopmin", q.keys[3], key, secs).Slice()
+		err = e
+		popped = e == nil && len(r) > 0 && r[0] == q.keys[3]
 	}
 	stopped := stop()
 	if timer != nil && !timer.Stop() {
@@ -499,7 +516,7 @@ func (q *Queue) block(ctx context.Context, wait time.Duration, timed bool) error
 	if errors.Is(err, redis.Nil) {
 		err = nil
 	}
-	return err
+	return popped, err
 }
 
 // Stats is a point-in-time view of a queue, timed by the Redis clock.

@@ -186,12 +186,30 @@ if f[1] ~= 'l' or f[2] ~= ARGV[3] or tonumber(f[3]) <= now then return {0} end
 `
 
 // ack: ARGV[2] id, ARGV[3] token. {1} acked, {0} lease lost.
-var scriptAck = redis.NewScript(luaCommon + luaLease + `
+//
+// A successful ack leaves a tombstone {dq:NAME}:a:TOKEN for ackTombstoneMS,
+// so an ack that is run again (go-redis retries a script whose reply was
+// lost to a timeout) reports success instead of ErrLeaseLost. Lease tokens
+// are unique per lease, so the tombstone answers for exactly this lease.
+var scriptAck = redis.NewScript(luaCommon + `
+local h = ARGV[1] .. ARGV[2]
+local tomb = string.sub(ARGV[1], 1, -3) .. 'a:' .. ARGV[3]
+local f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem')
+local now = now_ms()
+if f[1] ~= 'l' or f[2] ~= ARGV[3] or tonumber(f[3]) <= now then
+  if redis.call('EXISTS', tomb) == 1 then return {1} end
+  return {0}
+end
 redis.call('ZREM', KEYS[2], f[4])
 redis.call('DEL', h)
 redis.call('HINCRBY', KEYS[5], 'acked', 1)
+redis.call('SET', tomb, '1', 'PX', ` + ackTombstoneMS + `)
 return {1}
 `)
+
+// ackTombstoneMS is how long an applied ack is remembered: long enough for a
+// client's own retries after a lost reply.
+const ackTombstoneMS = "30000"
 
 // nack: ARGV[2] id, ARGV[3] token, ARGV[4] delay ms (-1 = backoff policy),
 // ARGV[5] max attempts, ARGV[6] backoff base, ARGV[7] backoff max.

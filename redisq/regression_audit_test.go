@@ -1,0 +1,83 @@
+package redisq
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// A due time more than ~292 years ahead (e.g. a "never" sentinel such as
+// year 9999) overflows time.Duration in claim (ms * time.Millisecond), next
+// becomes negative, and Take spins: claim scripts back to back, no blocking.
+func TestRegressionFarFutureDueSpins(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	h := &countHook{}
+	c.AddHook(h)
+	q := newQueue(t, c, "far", WithWakeCap(time.Second))
+	ctx := context.Background()
+	require.NoError(t, q.Enqueue(ctx, "never", nil, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)))
+	ev0 := h.eval.Load()
+	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err := q.Take(tctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	n := h.eval.Load() - ev0
+	t.Logf("%d claim scripts in 500ms, %d bzpopmin, %d total", n, h.bzpopmin.Load(), h.total.Load())
+	require.LessOrEqual(t, n, int64(20), "Take busy-looped on claim")
+}
+
+// Audit on a ClusterClient runs its SCAN closure concurrently on every
+// master (ForEachMaster) and appends to one shared slice: a data race
+// (run with -race).
+func TestRegressionAuditClusterRace(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli needed")
+	}
+	var addrs []string
+	for i := 0; i < 3; i++ {
+		s := startRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--appendfsync", "everysec")
+		addrs = append(addrs, s.addr())
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	require.NoError(t, err, string(out))
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer cc.Close()
+	ctx := context.Background()
+	eventually(t, 20*time.Second, "cluster ok", func() bool {
+		info, err := cc.ClusterInfo(ctx).Result()
+		return err == nil && len(info) > 0 && containsLine(info, "cluster_state:ok")
+	})
+	q, err := New(ctx, cc, "cl")
+	require.NoError(t, err)
+	defer q.Close()
+	for i := 0; i < 50; i++ {
+		_, err := q.EnqueueAfter(ctx, "i"+strconv.Itoa(i), nil, 0)
+		require.NoError(t, err)
+	}
+	m, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Ack(ctx))
+	for i := 0; i < 5; i++ {
+		r, err := q.Audit(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 49, r.Items)
+		require.True(t, r.OK(), "%v", r.Problems)
+	}
+}
+
+func containsLine(s, l string) bool {
+	for _, x := range splitLines(s) {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
