@@ -197,6 +197,19 @@ type queueSM struct {
 
 func (m *queueSM) now() time.Duration { return time.Since(m.start) }
 
+// reschedule moves item k (it, with its new deadline) in the queue and the
+// model: a rescheduled item counts as newly offered for ties.
+func (m *queueSM) reschedule(t *rapid.T, k int, it qItem) {
+	if !m.q.Reschedule(it.h, m.start.Add(it.at)) {
+		t.Fatalf("Reschedule(item %d) = false", it.id)
+	}
+	m.items = slices.Delete(m.items, k, k+1)
+	it.seq = m.seq
+	m.seq++
+	m.insert(it)
+	m.settle(t)
+}
+
 func (m *queueSM) insert(it qItem) {
 	i, _ := slices.BinarySearchFunc(m.items, it, func(a, b qItem) int {
 		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.seq, b.seq))
@@ -434,14 +447,7 @@ func (m *queueSM) actions() map[string]func(*rapid.T) {
 			k := rapid.IntRange(0, len(m.items)-1).Draw(t, "k")
 			it := m.items[k]
 			it.at = m.drawDeadline(t)
-			if !m.q.Reschedule(it.h, m.start.Add(it.at)) {
-				t.Fatalf("Reschedule(item %d) = false", it.id)
-			}
-			m.items = slices.Delete(m.items, k, k+1)
-			it.seq = m.seq
-			m.seq++
-			m.insert(it)
-			m.settle(t)
+			m.reschedule(t, k, it)
 		},
 		// Reschedule onto another item's deadline (a tie) just as the
 		// sequence counter wraps, forcing a renumbering inside Reschedule.
@@ -454,14 +460,7 @@ func (m *queueSM) actions() map[string]func(*rapid.T) {
 			it := m.items[k]
 			it.at = m.items[j].at
 			dq.SetNextSeq(m.q, math.MaxUint32)
-			if !m.q.Reschedule(it.h, m.start.Add(it.at)) {
-				t.Fatalf("Reschedule(item %d) = false", it.id)
-			}
-			m.items = slices.Delete(m.items, k, k+1)
-			it.seq = m.seq
-			m.seq++
-			m.insert(it)
-			m.settle(t)
+			m.reschedule(t, k, it)
 		},
 		"Advance": func(t *rapid.T) {
 			d := time.Duration(rapid.IntRange(0, 6).Draw(t, "ms")) * time.Millisecond

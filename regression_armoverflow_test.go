@@ -37,38 +37,38 @@ func TestRegressionZeroTimeOfferWhileLeaderSleeps(t *testing.T) {
 	}
 }
 
-// Same through Reschedule and through a far-past OfferAfter.
+// takeAfterHeadChange blocks a Take as the sleeping leader (head an hour
+// away, or none), lets change move the head to a far-past deadline, and
+// reports whether the Take then got an item within a minute of fake time.
+func takeAfterHeadChange(t *testing.T, q *dq.Queue[int], what string, change func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() { _, err := q.Take(ctx); res <- err }()
+	time.Sleep(time.Second)
+	synctest.Wait()
+	change()
+	synctest.Wait()
+	if err := <-res; err != nil {
+		t.Errorf("Take after %s: %v (len=%d)", what, err, q.Len())
+	}
+}
+
+// Same through Reschedule and through an Offer of a year-1 deadline.
 func TestRegressionZeroTimeRescheduleWhileLeaderSleeps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := dq.New[int]()
 		h, _ := q.Offer(1, time.Now().Add(time.Hour))
-		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		defer cancel()
-		res := make(chan error, 1)
-		go func() { _, err := q.Take(ctx); res <- err }()
-		time.Sleep(time.Second)
-		synctest.Wait()
-		q.Reschedule(h, time.Time{})
-		synctest.Wait()
-		if err := <-res; err != nil {
-			t.Errorf("Take after Reschedule to zero time: %v (len=%d)", err, q.Len())
-		}
+		takeAfterHeadChange(t, q, "Reschedule to zero time", func() { q.Reschedule(h, time.Time{}) })
 	})
 }
 
 func TestRegressionFarPastOfferAfterWhileLeaderSleeps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := dq.New[int]()
-		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		defer cancel()
-		res := make(chan error, 1)
-		go func() { _, err := q.Take(ctx); res <- err }()
-		time.Sleep(time.Second)
-		synctest.Wait()
-		q.Offer(1, time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC))
-		synctest.Wait()
-		if err := <-res; err != nil {
-			t.Errorf("Take of a year-1 item: %v (len=%d)", err, q.Len())
-		}
+		takeAfterHeadChange(t, q, "Offer of a year-1 item", func() {
+			q.Offer(1, time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC))
+		})
 	})
 }
