@@ -98,6 +98,9 @@ type Queue[T any] struct {
 	// just woken and not yet relocked mu. While it is set, a head change
 	// must re-arm the timer (rearmLocked), since the leader will not look.
 	leaderAsleep bool
+	// leaderDone is the Done channel of the sleeping leader's ctx (nil if
+	// none), so that a re-arm can tell that the wait should end.
+	leaderDone <-chan struct{}
 	followers    waitList // blocked takers without a timer, FIFO
 	putters      waitList // blocked Puts, FIFO
 	waiterPool   []*waiter

@@ -115,7 +115,9 @@ type leaderTimer interface {
 	// Queue.mu, after arm or disarm.
 	wait(ctx context.Context, ready <-chan struct{}) error
 	// wake makes a wait in progress return soon. It is called under
-	// Queue.mu right after a token is sent to the leader's ready channel.
+	// Queue.mu right after a token is sent to the leader's ready channel,
+	// and by rearmLocked after an arm that may have undone an earlier wake
+	// or a cancellation's early expiry.
 	wake()
 	// close releases the timer's resources; it is called once, by Close.
 	close()
@@ -182,11 +184,11 @@ func (q *Queue[T]) awaitLocked(ctx context.Context, w *waiter) error {
 	var err error
 	if q.leader == w {
 		q.armLocked()
-		q.leaderAsleep = true
+		q.leaderAsleep, q.leaderDone = true, ctx.Done()
 		q.mu.Unlock()
 		err = q.timer.wait(ctx, w.ready)
 		q.mu.Lock()
-		q.leaderAsleep = false
+		q.leaderAsleep, q.leaderDone = false, nil
 	} else {
 		q.followers.pushBack(w)
 		q.mu.Unlock()
@@ -266,9 +268,30 @@ func (q *Queue[T]) headEarlierLocked() {
 // rearmLocked re-arms a sleeping leader's timer after the head changed, so
 // that it neither wakes early for an item that left nor late for one that
 // arrived. A leader that is awake looks at the head itself.
+//
+// Arming replaces the timer's setting, and for the precise timer that
+// discards an early expiry that wake or the leader's cancelled ctx set to
+// end the wait. So if the wait should end (a token is on ready, or the ctx is
+// done) the timer is made to expire at once again. The ctx is checked after
+// arming: if it was not done then, its cancellation, and so its early
+// expiry, comes after this arming and is not discarded.
 func (q *Queue[T]) rearmLocked() {
-	if q.leaderAsleep {
-		q.armLocked()
+	if !q.leaderAsleep {
+		return
+	}
+	q.armLocked()
+	if len(q.leader.ready) > 0 || isDone(q.leaderDone) {
+		q.timer.wake()
+	}
+}
+
+// isDone reports whether done is closed; a nil done never is.
+func isDone(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
 	}
 }
 

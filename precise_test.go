@@ -765,3 +765,95 @@ func TestPreciseTimerDroppedQueueFDReclaimed(t *testing.T) {
 		return openFDs(t) == start
 	}, "dropped queues' timerfds closed by the GC")
 }
+
+// TestTimerCancelRacingHeadChange pins a lost cancellation: with
+// WithPreciseTimer a cancelled ctx ended the leader's wait by arming the
+// timerfd to expire at once, outside the queue's mutex, and a head change
+// (Offer of an earlier head, Remove, Reschedule or Poll of the head) that
+// re-armed the timerfd at about the same moment discarded that expiry, so
+// the cancelled Take slept until the head's deadline, or for ever on an
+// empty queue. Each round blocks one Take, then cancels its ctx and changes
+// the head at once; the Take must return within the bound.
+func TestTimerCancelRacingHeadChange(t *testing.T) {
+	type op struct {
+		name string
+		// setup fills the queue before the Take blocks; due, if not zero,
+		// is when the head falls due (the round waits for it before the
+		// race); change changes the head, racing with cancel.
+		setup  func(q *delayqueue.Queue[int]) (h delayqueue.Handle, due time.Time)
+		change func(q *delayqueue.Queue[int], h delayqueue.Handle)
+	}
+	none := delayqueue.Handle{}
+	ops := []op{
+		{"offer-on-empty",
+			func(*delayqueue.Queue[int]) (delayqueue.Handle, time.Time) { return none, time.Time{} },
+			func(q *delayqueue.Queue[int], _ delayqueue.Handle) { q.OfferAfter(1, time.Hour) }},
+		{"offer-earlier",
+			func(q *delayqueue.Queue[int]) (delayqueue.Handle, time.Time) {
+				q.OfferAfter(0, 2*time.Hour)
+				return none, time.Time{}
+			},
+			func(q *delayqueue.Queue[int], _ delayqueue.Handle) { q.OfferAfter(1, time.Hour) }},
+		{"remove-head",
+			func(q *delayqueue.Queue[int]) (delayqueue.Handle, time.Time) {
+				h, _ := q.OfferAfter(0, time.Hour)
+				return h, time.Time{}
+			},
+			func(q *delayqueue.Queue[int], h delayqueue.Handle) { q.Remove(h) }},
+		{"reschedule-head",
+			func(q *delayqueue.Queue[int]) (delayqueue.Handle, time.Time) {
+				h, _ := q.OfferAfter(0, time.Hour)
+				return h, time.Time{}
+			},
+			func(q *delayqueue.Queue[int], h delayqueue.Handle) { q.Reschedule(h, time.Now().Add(2*time.Hour)) }},
+		// The head falls due while the Take sleeps; Poll takes it (unless
+		// the Take wins) and re-arms the timer for the hour-away item.
+		{"poll-head",
+			func(q *delayqueue.Queue[int]) (delayqueue.Handle, time.Time) {
+				due := time.Now().Add(3 * time.Millisecond)
+				q.Offer(0, due)
+				q.OfferAfter(1, time.Hour)
+				return none, due
+			},
+			func(q *delayqueue.Queue[int], _ delayqueue.Handle) { q.Poll() }},
+	}
+	rounds := 300
+	if testing.Short() {
+		rounds = 50
+	}
+	forEachTimer(t, func(t *testing.T, opts []delayqueue.Option) {
+		for _, op := range ops {
+			t.Run(op.name, func(t *testing.T) {
+				for i := range rounds {
+					q := delayqueue.New[int](opts...)
+					h, due := op.setup(q)
+					ctx, cancel := context.WithCancel(context.Background())
+					errc := make(chan error, 1)
+					go func() { _, err := q.Take(ctx); errc <- err }()
+					for q.Stats().Waiting != 1 && len(errc) == 0 {
+						runtime.Gosched()
+					}
+					for time.Now().Before(due) {
+						runtime.Gosched()
+					}
+					start := make(chan struct{})
+					var wg sync.WaitGroup
+					wg.Add(2)
+					go func() { defer wg.Done(); <-start; cancel() }()
+					go func() { defer wg.Done(); <-start; op.change(q, h) }()
+					close(start)
+					select {
+					case err := <-errc:
+						if err != nil && !errors.Is(err, context.Canceled) {
+							t.Fatalf("round %d: Take = %v, want context.Canceled or an item", i, err)
+						}
+					case <-time.After(preciseBound):
+						t.Fatalf("round %d: cancelled Take still blocked after %v", i, preciseBound)
+					}
+					wg.Wait()
+					q.Close()
+				}
+			})
+		}
+	})
+}

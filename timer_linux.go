@@ -35,7 +35,10 @@ import (
 // the callback's checks see the token or the closed channel, or else the
 // early expiry comes after them and ends the parked read. A late early
 // expiry (a ctx registration firing after its wait ended) can only make a
-// later wait end early, which its caller treats as "look again".
+// later wait end early, which its caller treats as "look again". An arm
+// made while a wait is parked discards such an early expiry too; the queue
+// then calls wake again (Queue.rearmLocked), so a cancellation or a wake is
+// never lost to a head change.
 //
 // Only the current leader calls wait, and successive leaders are ordered by
 // Queue.mu, so the fields listed under "leader" need no lock. Every system
