@@ -101,15 +101,15 @@ type Queue[T any] struct {
 	// leaderDone is the Done channel of the sleeping leader's ctx (nil if
 	// none), so that a re-arm can tell that the wait should end.
 	leaderDone <-chan struct{}
-	followers    waitList // blocked takers without a timer, FIFO
-	putters      waitList // blocked Puts, FIFO
-	waiterPool   []*waiter
-	waiting      int
-	offered      uint64
-	taken        uint64
-	removed      uint64
-	drained      uint64
-	wakeups      uint64
+	followers  waitList // blocked takers without a timer, FIFO
+	putters    waitList // blocked Puts, FIFO
+	waiterPool []*waiter
+	waiting    int
+	offered    uint64
+	taken      uint64
+	removed    uint64
+	drained    uint64
+	wakeups    uint64
 }
 
 // New returns an empty, open queue configured by opts.

@@ -141,8 +141,14 @@ func newRuntimeTimer() *runtimeTimer {
 	return &runtimeTimer{t: t}
 }
 
-func (rt *runtimeTimer) arm(d time.Duration) { rt.t.Reset(d) }
-func (rt *runtimeTimer) disarm()             { rt.t.Stop() }
+func (rt *runtimeTimer) arm(d time.Duration) {
+	if d <= 0 {
+		resetDue(rt.t)
+		return
+	}
+	rt.t.Reset(d)
+}
+func (rt *runtimeTimer) disarm() { rt.t.Stop() }
 
 func (rt *runtimeTimer) wait(ctx context.Context, ready <-chan struct{}) error {
 	select {

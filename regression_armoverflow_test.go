@@ -72,3 +72,18 @@ func TestRegressionFarPastOfferAfterWhileLeaderSleeps(t *testing.T) {
 		})
 	})
 }
+
+// On Go 1.25 a goroutine receiving from a time.Timer that another goroutine
+// Reset(0) inside a testing/synctest bubble is never woken
+// (golang/go#76052). The leader's timer was re-armed with 0 whenever a new
+// head was already due, so a user's synctest test with a blocked Take hung
+// on Go 1.25 when it offered an item due now. A due head now wakes the
+// leader with a token instead.
+func TestRegressionDueOfferWakesLeaderInSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := dq.New[int]()
+		takeAfterHeadChange(t, q, "Offer of an item due now", func() { q.Offer(1, time.Now()) })
+		h, _ := q.OfferAfter(2, time.Hour)
+		takeAfterHeadChange(t, q, "Reschedule to now", func() { q.Reschedule(h, time.Now()) })
+	})
+}
