@@ -11,9 +11,23 @@ import (
 	"time"
 	"unsafe"
 	"weak"
-
-	"golang.org/x/sys/unix"
 )
+
+// The timerfd interface, from the standard library's syscall package alone
+// so that the core module has no dependencies: the system call numbers are
+// there for every Linux architecture, the flags equal the O_ ones, and
+// itimerspec is two timespecs.
+const (
+	clockMonotonic = 1 // CLOCK_MONOTONIC
+	tfdNonblock    = syscall.O_NONBLOCK
+	tfdCloexec     = syscall.O_CLOEXEC
+)
+
+// itimerspec is struct itimerspec (timerfd_settime(2)).
+type itimerspec struct {
+	Interval syscall.Timespec
+	Value    syscall.Timespec
+}
 
 // preciseTimer is the Linux leaderTimer behind WithPreciseTimer: a timerfd
 // on CLOCK_MONOTONIC, non-blocking and wrapped by os.NewFile, so waiting for
@@ -52,7 +66,7 @@ type preciseTimer struct {
 	rc syscall.RawConn
 
 	// Queue.mu: used only by arm and disarm.
-	spec   unix.ItimerSpec // the value armFn sets
+	spec   itimerspec // the value armFn sets
 	armErr syscall.Errno
 	armFn  func(fd uintptr)
 
@@ -91,7 +105,7 @@ const (
 
 // fireNow is the timer value for "expire at once": a zero value would
 // disarm, so it is the smallest non-zero relative value.
-var fireNow = unix.ItimerSpec{Value: unix.Timespec{Nsec: 1}}
+var fireNow = itimerspec{Value: syscall.Timespec{Nsec: 1}}
 
 // settime arms the timerfd fd to expire once, spec.Value from now, which
 // also discards any expiration not yet read.
@@ -101,8 +115,8 @@ var fireNow = unix.ItimerSpec{Value: unix.Timespec{Nsec: 1}}
 // P is idle wakes sysmon and resets its polling interval to 20 µs: with a
 // wait every few hundred microseconds that alone more than doubled the CPU
 // time of a waiting queue.
-func settime(fd uintptr, spec *unix.ItimerSpec) syscall.Errno {
-	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(spec)), 0, 0, 0)
+func settime(fd uintptr, spec *itimerspec) syscall.Errno {
+	_, _, e := syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(spec)), 0, 0, 0)
 	return e
 }
 
@@ -122,8 +136,8 @@ func newPreciseTimer() leaderTimer {
 
 // openPreciseTimer creates the timerfd, or returns nil if that fails.
 func openPreciseTimer() *preciseTimer {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
-	if err != nil {
+	fd, _, e := syscall.RawSyscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, tfdNonblock|tfdCloexec, 0)
+	if e != 0 {
 		return nil // EMFILE, ENFILE, ENOMEM, or a seccomp filter
 	}
 	f := os.NewFile(uintptr(fd), "delayqueue-timerfd")
@@ -165,13 +179,13 @@ func (pt *preciseTimer) onReadable(fd uintptr) bool {
 	default:
 	}
 	for {
-		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&pt.buf)), uintptr(len(pt.buf)))
+		_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&pt.buf)), uintptr(len(pt.buf)))
 		switch e {
 		case 0:
 			pt.state = waitExpired
-		case unix.EINTR:
+		case syscall.EINTR:
 			continue
-		case unix.EAGAIN:
+		case syscall.EAGAIN:
 			return false // not expired yet: park until it is
 		default:
 			pt.state = waitFailed
@@ -192,7 +206,7 @@ func (pt *preciseTimer) disarm() { pt.settime(0) }
 // settime arms the timerfd for d from now, or disarms it if d is 0.
 func (pt *preciseTimer) settime(d time.Duration) {
 	if !pt.failed.Load() {
-		pt.spec.Value = unix.NsecToTimespec(int64(d))
+		pt.spec.Value = syscall.NsecToTimespec(int64(d))
 		if pt.rc.Control(pt.armFn) == nil && pt.armErr == 0 {
 			return
 		}
