@@ -2,13 +2,231 @@ package redisq
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
+
+func TestWakeupIsPromptNotPolled(t *testing.T) {
+	s := startRedis(t)
+	q := newQueue(t, s.client(t), "wake", WithWakeCap(10*time.Second))
+	ctx := context.Background()
+	got := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m, err := q.Take(ctx)
+		if err == nil {
+			got <- time.Now()
+			_ = m.Ack(ctx)
+		}
+		close(got)
+	}()
+	// Let the consumer block with nothing scheduled (its wait is the 10s cap).
+	eventually(t, 5*time.Second, "consumer blocked", func() bool {
+		return blockedClients(t, q) == 1
+	})
+	start := time.Now()
+	_, err := q.EnqueueAfter(ctx, "now", nil, 0)
+	require.NoError(t, err)
+	at, ok := <-got
+	require.True(t, ok)
+	require.Less(t, at.Sub(start), time.Second, "wake-up must not wait for the cap")
+	wg.Wait()
+
+	// A delayed item is delivered at its due time, not at the cap.
+	go func() {
+		m, err := q.Take(ctx)
+		if err == nil {
+			_ = m.Ack(ctx)
+		}
+	}()
+	eventually(t, 5*time.Second, "consumer blocked", func() bool { return blockedClients(t, q) == 1 })
+	due, err := q.EnqueueAfter(ctx, "later", nil, 400*time.Millisecond)
+	require.NoError(t, err)
+	eventually(t, 3*time.Second, "delayed item acked", func() bool {
+		st, err := q.Stats(ctx)
+		require.NoError(t, err)
+		return st.Counters["acked"] == 2
+	})
+	require.Less(t, redisNow(t, q.client).Sub(due), 1500*time.Millisecond)
+	audit(t, q)
+}
+
+func blockedClients(t testing.TB, q *Queue) int {
+	info, err := q.client.Info(context.Background(), "clients").Result()
+	require.NoError(t, err)
+	var n int
+	for _, line := range splitLines(info) {
+		if _, err := fmt.Sscanf(line, "blocked_clients:%d", &n); err == nil {
+			return n
+		}
+	}
+	return -1
+}
+
+// An idle consumer does not poll: each blocked wait costs one BZPOPMIN and
+// one claim script, so the command count follows the wake cap, not a tick.
+func TestIdleConsumerDoesNotPoll(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	h := &countHook{}
+	c.AddHook(h)
+	const wakeCap = 250 * time.Millisecond
+	q := newQueue(t, c, "idle", WithWakeCap(wakeCap))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = q.Take(ctx) }()
+	eventually(t, 5*time.Second, "blocked", func() bool { return h.bzpopmin.Load() >= 1 })
+	total0, bz0, ev0 := h.total.Load(), h.bzpopmin.Load(), h.eval.Load()
+	const idle = 1500 * time.Millisecond
+	time.Sleep(idle) // the idle period being measured
+	total, bz, ev := h.total.Load()-total0, h.bzpopmin.Load()-bz0, h.eval.Load()-ev0
+	cancel()
+	<-done
+	t.Logf("idle %v, wake cap %v: %d commands (%d BZPOPMIN, %d EVALSHA)", idle, wakeCap, total, bz, ev)
+	maxWaits := int64(idle/wakeCap) + 1
+	require.LessOrEqual(t, bz, maxWaits)
+	require.GreaterOrEqual(t, bz, maxWaits-3, "consumer should be blocking, one wait per cap")
+	require.LessOrEqual(t, ev, bz+1, "one claim per wait")
+	require.Equal(t, total, bz+ev, "nothing else is sent while idle")
+
+	// Server side agrees: the number of BZPOPMIN calls equals the client count.
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	require.Contains(t, info, "cmdstat_bzpopmin:calls=")
+	for _, line := range splitLines(info) {
+		if strings.HasPrefix(line, "cmdstat_bzpopmin:") {
+			var calls int64
+			_, err := fmt.Sscanf(line, "cmdstat_bzpopmin:calls=%d", &calls)
+			require.NoError(t, err)
+			require.Equal(t, h.bzpopmin.Load(), calls)
+		}
+	}
+}
+
+// Items arriving at a steady rate with several consumers are delivered
+// close to their due time: the timer hand-over between consumers never
+// leaves a due item waiting for the wake cap.
+func TestSteadyRateNoCapStalls(t *testing.T) {
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	q := newQueue(t, c, "steady") // default 5s wake cap
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const n = 400
+	var mu sync.Mutex
+	var late []time.Duration
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := q.Take(ctx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				late = append(late, m.ClaimedAt.Sub(m.Due))
+				if len(late) == n {
+					cancel()
+				}
+				mu.Unlock()
+				_ = m.Ack(context.Background())
+			}
+		}()
+	}
+	tick := time.NewTicker(2 * time.Millisecond)
+	for i := 0; i < n; i++ {
+		<-tick.C
+		_, err := q.EnqueueAfter(context.Background(), fmt.Sprint(i), nil, 50*time.Millisecond)
+		require.NoError(t, err)
+	}
+	tick.Stop()
+	wg.Wait()
+	require.Len(t, late, n)
+	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+	t.Logf("lateness by Redis clock: p50 %v p99 %v max %v", late[n/2], late[n*99/100], late[n-1])
+	require.GreaterOrEqual(t, late[0], time.Duration(0), "delivered early")
+	require.Less(t, late[n-1], time.Second, "an item waited for the wake cap")
+	audit(t, q)
+}
+
+// A timer owner that leaves Take (ctx cancelled) hands the timer over: the
+// remaining consumer gets the item at its due time, not a wake cap later.
+func TestTimerOwnerLeavingHandsOver(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "handover", WithWakeCap(10*time.Second))
+	ctx := context.Background()
+	due, err := q.EnqueueAfter(ctx, "x", nil, 600*time.Millisecond)
+	require.NoError(t, err)
+	// First consumer becomes the timer owner.
+	octx, cancelOwner := context.WithCancel(ctx)
+	ownerDone := make(chan error, 1)
+	go func() { _, err := q.Take(octx); ownerDone <- err }()
+	eventually(t, 5*time.Second, "timer owned", func() bool {
+		n, err := c.Exists(ctx, q.keys[6]).Result()
+		require.NoError(t, err)
+		return n == 1
+	})
+	// Second consumer waits on the marker (10s cap).
+	got := make(chan *Message, 1)
+	go func() {
+		m, err := q.Take(ctx)
+		if err == nil {
+			got <- m
+		}
+		close(got)
+	}()
+	eventually(t, 5*time.Second, "both blocked", func() bool { return blockedClients(t, q) == 2 })
+	cancelOwner()
+	require.ErrorIs(t, <-ownerDone, context.Canceled)
+	m, ok := <-got
+	require.True(t, ok)
+	require.Equal(t, "x", m.ID)
+	require.Less(t, m.ClaimedAt.Sub(due), 2*time.Second, "waited for the wake cap")
+	require.NoError(t, m.Ack(ctx))
+	audit(t, q)
+}
+
+func TestCloseAndCancelUnblockTake(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q, err := New(context.Background(), c, "close", WithWakeCap(30*time.Second))
+	require.NoError(t, err)
+
+	// ctx cancellation ends a blocked wait promptly (the client does not
+	// honour context deadlines by default, so this exercises the private wake key).
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := q.Take(ctx); errc <- err }()
+	eventually(t, 5*time.Second, "blocked", func() bool { return blockedClients(t, q) == 1 })
+	start := time.Now()
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	require.Less(t, time.Since(start), 2*time.Second)
+
+	go func() { _, err := q.Take(context.Background()); errc <- err }()
+	eventually(t, 5*time.Second, "blocked", func() bool { return blockedClients(t, q) == 1 })
+	start = time.Now()
+	require.NoError(t, q.Close())
+	require.ErrorIs(t, <-errc, ErrClosed)
+	require.Less(t, time.Since(start), 2*time.Second)
+	_, err = q.Take(context.Background())
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = q.EnqueueAfter(context.Background(), "x", nil, 0)
+	require.ErrorIs(t, err, ErrClosed)
+	require.NoError(t, q.Close())
+}
 
 // The unblock push (ctx cancel / Close) goes through the *wait* client.
 // When that client's pool is fully held by blocked BZPOPMINs (a dedicated
@@ -126,20 +344,4 @@ func TestRegressionMarkerLostWhenPopperLeaves(t *testing.T) {
 	at, ok := <-got
 	require.True(t, ok)
 	require.Less(t, at.Sub(start), 2*time.Second, "due item waited %v (wake cap) after the marker popper left", at.Sub(start))
-}
-
-// Audit SCANs with MATCH "{dq:NAME}:m:*" without escaping glob
-// metacharacters in NAME, which New accepts.
-func TestRegressionAuditGlobName(t *testing.T) {
-	s := startRedis(t)
-	c := s.client(t)
-	other := newQueue(t, c, "ab")
-	q := newQueue(t, c, "a?")
-	ctx := context.Background()
-	_, err := other.EnqueueAfter(ctx, "foreign", nil, time.Hour)
-	require.NoError(t, err)
-	r, err := q.Audit(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 0, r.Items, "audit of queue %q counted another queue's items; problems: %v", "a?", r.Problems)
-	require.True(t, r.OK(), "problems: %v", r.Problems)
 }
