@@ -36,9 +36,13 @@
 // Reschedule are O(log n) in every state.
 //
 // Time is always redis.call('TIME') inside the script (Redis 7 replicates
-// scripts by effects), never the client clock; EnqueueAfter and
-// RescheduleAfter add their delay to it. Enqueue with an absolute time is the
-// caller's explicit choice of clock.
+// scripts by effects), never the client clock; EnqueueAfter,
+// RescheduleAfter, NackAfter and the backoff add their delay to it in
+// microseconds and round the sum up to the millisecond of the score, so an
+// item is never due before TIME at the call + delay. Enqueue with an
+// absolute time is the caller's explicit choice of clock (rounded up to the
+// millisecond; times beyond the 2^53-1 ms the scripts compute exactly are
+// clamped, see Enqueue).
 //
 // The claim script first returns up to a bounded batch of expired leases to
 // sched (after backoff) or to dead (after max attempts; or deletes them if
