@@ -76,3 +76,29 @@ func containsLine(s, l string) bool {
 	}
 	return false
 }
+
+// Regression (issue 8, item 5): New accepts any name without braces, but
+// globEscape ranged over runes, so a name that is not valid UTF-8 became
+// U+FFFD in the SCAN pattern, which matched none of the queue's keys: Audit
+// found no item hashes and reported every member as an orphan.
+func TestAuditQueueNameNotValidUTF8(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	for _, name := range []string{"\xff\xfe", "a\x80*[b]\xc3"} {
+		q := newQueue(t, c, name)
+		for _, id := range []string{"x", "y\xff", "z"} {
+			_, err := q.EnqueueAfter(ctx, id, nil, time.Hour)
+			require.NoError(t, err)
+		}
+		_, err := q.EnqueueAfter(ctx, "now", nil, 0)
+		require.NoError(t, err)
+		m, err := q.Take(ctx)
+		require.NoError(t, err)
+		r := audit(t, q)
+		require.Equal(t, 4, r.Items, "queue %q", name)
+		require.Equal(t, 3, r.Scheduled)
+		require.Equal(t, 1, r.Leased)
+		require.NoError(t, m.Ack(ctx))
+	}
+}
