@@ -101,12 +101,15 @@ func WithWakeCap(d time.Duration) Option {
 	}
 }
 
-// WithReclaimBatch bounds how many expired leases one claim script handles
-// (default 100, 1..1000).
+// WithReclaimBatch bounds how many expired leases one claim script returns to
+// the schedule (default and maximum 100, which with the at most 100 items a
+// claim script leases keeps each script to a few milliseconds; larger values
+// were accepted before and are now an error). A larger pile of expired leases
+// is worked off by consecutive claims.
 func WithReclaimBatch(n int) Option {
 	return func(o *options) error {
-		if n < 1 || n > 1000 {
-			return fmt.Errorf("redisq: reclaim batch %d not in 1..1000", n)
+		if n < 1 || n > scriptBatch {
+			return fmt.Errorf("redisq: reclaim batch %d not in 1..%d (one claim script's bound)", n, scriptBatch)
 		}
 		o.reclaimBatch = n
 		return nil

@@ -42,7 +42,8 @@ var (
 // locally instead of blocking in BZPOPMIN.
 const localWaitMax = 25 * time.Millisecond
 
-// MaxBatch is the largest n TakeBatch claims in one script call.
+// MaxBatch is the largest n TakeBatch accepts. One claim script leases at
+// most 100 items; TakeBatch runs as many as it needs for n.
 const MaxBatch = 1000
 
 // Queue is a durable delay queue stored in Redis under the hash tag
@@ -364,8 +365,12 @@ func (q *Queue) Take(ctx context.Context) (*Message, error) {
 }
 
 // TakeBatch is Take for up to n (1..MaxBatch) items: it blocks until at least
-// one is due and returns all due items up to n, leased together. Outcomes as
-// Take; a bad n returns an error at once.
+// one is due and returns all due items up to n, leased to the caller. One
+// claim script leases at most 100 items (see "Bounded scripts" in the package
+// doc), so for larger n TakeBatch runs claims back to back while items are
+// due, and the messages' Deadlines may differ by the time between them; if
+// ctx ends or Redis fails between two claims, it returns the items leased so
+// far. Outcomes as Take; a bad n returns an error at once.
 func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 	if n < 1 || n > MaxBatch {
 		return nil, fmt.Errorf("redisq: batch size %d not in 1..%d", n, MaxBatch)
@@ -419,6 +424,16 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 			return nil, err
 		}
 		if len(msgs) > 0 {
+			// Due items may be left that this script did not take (it
+			// leases at most scriptBatch): claim them too, up to n.
+			for len(msgs) < n && next == 0 && ctx.Err() == nil {
+				more, nx, timed, err := q.claim(ctx, n-len(msgs), waiter)
+				owner = timed
+				if err != nil || len(more) == 0 {
+					break
+				}
+				msgs, next = append(msgs, more...), nx
+			}
 			return msgs, nil
 		}
 		wait := q.opt.wakeCap

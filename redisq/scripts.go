@@ -6,6 +6,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// scriptBatch bounds the work of one claim script whatever the options: at
+// most this many expired leases and this many due items. About 2-3ms of
+// server CPU on a small VM; TakeBatch runs several scripts for larger n.
+const scriptBatch = 100
+
 // maxDueMS is the latest due time stored (about year 287,000): 2^53-1 ms,
 // the largest integer a Lua number (a double) holds exactly and well under
 // the 1e17 from which Redis receives it as "1e+17". Due times past it are
@@ -16,7 +21,8 @@ const (
 )
 
 var (
-	maxDueLua = strconv.FormatInt(maxDueMS, 10)
+	maxDueLua      = strconv.FormatInt(maxDueMS, 10)
+	scriptBatchLua = strconv.Itoa(scriptBatch)
 )
 
 // All scripts receive the same seven keys, in this order, so that every call
@@ -131,16 +137,17 @@ return {1, due, now}
 // earliest due item or lease deadline (-1: none, 0: work is waiting now;
 // at most MAXWAIT) and timed is 1 when the caller became the timer owner and
 // should wake at next (else it waits on the marker for up to the wake cap).
-// Bounded: at most reclaim batch + n items.
+// Bounded whatever the arguments: at most scriptBatch expired leases and
+// scriptBatch due items.
 var scriptClaim = redis.NewScript(luaCommon + `
 local now, frac = now_ms()
 local mp = ARGV[1]
-local n = tonumber(ARGV[2])
+local n = math.min(tonumber(ARGV[2]), ` + scriptBatchLua + `)
 local vis = tonumber(ARGV[3])
 local maxatt = tonumber(ARGV[4])
 local base = tonumber(ARGV[5])
 local bmax = tonumber(ARGV[6])
-local rb = tonumber(ARGV[7])
+local rb = math.min(tonumber(ARGV[7]), ` + scriptBatchLua + `)
 local rearm = false
 local exp = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, rb)
 for _, mem in ipairs(exp) do
