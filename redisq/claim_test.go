@@ -66,7 +66,7 @@ func TestClaimScriptWorkIsBounded(t *testing.T) {
 	s := startRedis(t, "--appendfsync", "everysec")
 	c := s.client(t)
 	ctx := context.Background()
-	const vis = 500 * time.Millisecond
+	const vis = time.Second // outlasts the ten claims of TakeBatch(MaxBatch)
 	q := newQueue(t, c, "bound", WithVisibilityTimeout(vis), WithBackoff(0, 0), WithMaxAttempts(0))
 	const n = 3 * MaxBatch
 	seed(t, q, ids("b", n))
