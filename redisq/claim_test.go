@@ -136,6 +136,8 @@ func TestBacklogDrainNoSlowScripts(t *testing.T) {
 	start := time.Now()
 	seed(t, q, ids("b", n))
 	t.Logf("seeded %d in %v", n, time.Since(start))
+	// Items enqueued due now are due at the first whole ms at or after it.
+	untilRedisTime(t, c, redisNow(t, c).Add(time.Millisecond))
 	st, err := q.Stats(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, n, st.DueBacklog)

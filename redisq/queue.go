@@ -258,7 +258,8 @@ func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.
 // EnqueueAfter schedules payload under id to be due delay after the Redis
 // server's current TIME (delay <= 0 means due now): the due time is the first
 // whole millisecond at or after TIME (in microseconds) + delay, so the item
-// is never delivered before that instant. Blocking and outcomes as Enqueue.
+// is never delivered before that instant (and "now" is the next whole
+// millisecond unless TIME is one). Blocking and outcomes as Enqueue.
 // It returns the due time by the Redis clock.
 func (q *Queue) EnqueueAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (time.Time, error) {
 	return q.enqueue(ctx, id, payload, "after", delayUS(delay))
