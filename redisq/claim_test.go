@@ -49,12 +49,6 @@ func mainThreadCPU(t testing.TB, c *redis.Client) time.Duration {
 	return sum
 }
 
-// untilRedisTime waits until the Redis clock reaches at.
-func untilRedisTime(t testing.TB, c *redis.Client, at time.Time) {
-	t.Helper()
-	eventually(t, 10*time.Second, "Redis TIME reaches "+fmtUS(at), func() bool { return !redisNow(t, c).Before(at) })
-}
-
 // Regression (issue 8, item 5): the options allowed one claim script far
 // over the 10ms the README promises: WithReclaimBatch(1000) with
 // TakeBatch(1000) returned 1000 expired leases and leased 1000 items in one

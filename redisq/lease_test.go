@@ -101,10 +101,15 @@ func TestCancelInFlightIsNotRetried(t *testing.T) {
 	q := newQueue(t, s.client(t), "cif", WithVisibilityTimeout(100*time.Millisecond),
 		WithBackoff(0, 0), WithWakeCap(50*time.Millisecond))
 	ctx := context.Background()
+	var due time.Time
 	for _, id := range []string{"a", "b"} {
-		_, err := q.EnqueueAfter(ctx, id, nil, 0)
+		var err error
+		due, err = q.EnqueueAfter(ctx, id, nil, 0)
 		require.NoError(t, err)
 	}
+	// Due now means due at the first whole ms at or after Redis TIME: wait
+	// for both to be due, so that one claim takes both.
+	untilRedisTime(t, q.client, due)
 	ms, err := q.TakeBatch(ctx, 2)
 	require.NoError(t, err)
 	require.Len(t, ms, 2)

@@ -167,6 +167,12 @@ func redisNow(t testing.TB, c redis.UniversalClient) time.Time {
 	return tm
 }
 
+// untilRedisTime waits until the Redis clock reaches at.
+func untilRedisTime(t testing.TB, c redis.UniversalClient, at time.Time) {
+	t.Helper()
+	eventually(t, 10*time.Second, "Redis TIME reaches "+at.UTC().Format(time.StampMicro), func() bool { return !redisNow(t, c).Before(at) })
+}
+
 // eventually polls cond every 5ms until it holds or the deadline passes.
 func eventually(t testing.TB, d time.Duration, msg string, cond func() bool) {
 	t.Helper()
