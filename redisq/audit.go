@@ -134,14 +134,17 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	return rep, nil
 }
 
+// globEscape escapes the SCAN MATCH metacharacters in s. It works byte by
+// byte, as Redis matches: ranging over runes would turn the bytes of a name
+// that is not valid UTF-8 into U+FFFD and match nothing.
 func globEscape(s string) string {
 	var b strings.Builder
-	for _, r := range s {
-		switch r {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
 		case '*', '?', '[', ']', '\\':
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(s[i])
 	}
 	return b.String()
 }

@@ -36,16 +36,28 @@
 // Reschedule are O(log n) in every state.
 //
 // Time is always redis.call('TIME') inside the script (Redis 7 replicates
-// scripts by effects), never the client clock; EnqueueAfter and
-// RescheduleAfter add their delay to it. Enqueue with an absolute time is the
-// caller's explicit choice of clock.
+// scripts by effects), never the client clock; EnqueueAfter,
+// RescheduleAfter, NackAfter and the backoff add their delay to it in
+// microseconds and round the sum up to the millisecond of the score, so an
+// item is never due before TIME at the call + delay. Enqueue with an
+// absolute time is the caller's explicit choice of clock (rounded up to the
+// millisecond; times beyond the 2^53-1 ms the scripts compute exactly are
+// clamped, see Enqueue).
 //
 // The claim script first returns up to a bounded batch of expired leases to
 // sched (after backoff) or to dead (after max attempts; or deletes them if
 // cancelled in flight), then moves up to n due items to lease with a fresh
 // token (from the sequence) and deadline now+visibility. Ack, Nack and Extend
 // check the token and that the deadline has not passed by the Redis clock.
-// Every script does O(batch · log n) work; no script scans.
+//
+// # Bounded scripts
+//
+// Redis runs one script at a time, so a long script delays every client. No
+// script scans. A claim script handles at most 100 expired leases and leases
+// at most 100 items, whatever it is asked (WithReclaimBatch allows at most
+// 100; TakeBatch with a larger n runs several claims back to back): about
+// 2-3ms of server CPU on a small VM, and the tests fail if the worst case
+// takes over 10ms. Every other script is O(log n).
 //
 // # Waiting without polling
 //

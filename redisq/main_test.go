@@ -57,13 +57,12 @@ func runHelper(mode string) int {
 
 // server is a redis-server child process owned by one test.
 type server struct {
-	t        testing.TB
-	dir      string
-	port     int
-	args     []string
-	realtime bool // run the server SCHED_FIFO (see start)
-	mu       sync.Mutex
-	cmd      *exec.Cmd
+	t    testing.TB
+	dir  string
+	port int
+	args []string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
 }
 
 func freePort(t testing.TB) int {
@@ -95,13 +94,6 @@ func (s *server) start() {
 	s.mu.Lock()
 	s.cmd = exec.Command("redis-server", s.args...)
 	require.NoError(s.t, s.cmd.Start())
-	if s.realtime {
-		// SCHED_FIFO beats every normal task, whatever cgroup or autogroup
-		// it is in; best effort (needs root or CAP_SYS_NICE).
-		if out, err := exec.Command("chrt", "-a", "-f", "-p", "1", strconv.Itoa(s.cmd.Process.Pid)).CombinedOutput(); err != nil {
-			s.t.Logf("could not give redis-server realtime priority: %v %s", err, out)
-		}
-	}
 	s.mu.Unlock()
 	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
 	defer c.Close()
@@ -173,6 +165,12 @@ func redisNow(t testing.TB, c redis.UniversalClient) time.Time {
 	tm, err := c.Time(context.Background()).Result()
 	require.NoError(t, err)
 	return tm
+}
+
+// untilRedisTime waits until the Redis clock reaches at.
+func untilRedisTime(t testing.TB, c redis.UniversalClient, at time.Time) {
+	t.Helper()
+	eventually(t, 10*time.Second, "Redis TIME reaches "+at.UTC().Format(time.StampMicro), func() bool { return !redisNow(t, c).Before(at) })
 }
 
 // eventually polls cond every 5ms until it holds or the deadline passes.

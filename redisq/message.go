@@ -48,19 +48,17 @@ func (m *Message) Ack(ctx context.Context) error {
 // cancelled while in flight is deleted instead. Blocking and errors as Ack.
 func (m *Message) Nack(ctx context.Context) error { return m.nack(ctx, -1) }
 
-// NackAfter is Nack with an explicit redelivery delay (from Redis TIME)
-// instead of the backoff policy. The max-attempts rule still applies.
+// NackAfter is Nack with an explicit redelivery delay instead of the backoff
+// policy: the item is due at the first whole millisecond at or after Redis
+// TIME + delay, as with EnqueueAfter. The max-attempts rule still applies.
 func (m *Message) NackAfter(ctx context.Context, delay time.Duration) error {
-	if delay < 0 {
-		delay = 0
-	}
-	return m.nack(ctx, delay.Milliseconds())
+	return m.nack(ctx, delayUS(delay))
 }
 
-func (m *Message) nack(ctx context.Context, delayMS int64) error {
+func (m *Message) nack(ctx context.Context, us int64) error { // us < 0: backoff policy
 	o := m.q.opt
-	r, err := m.q.run(ctx, scriptNack, m.ID, m.token, delayMS, o.maxAttempts,
-		o.backoffBase.Milliseconds(), o.backoffMax.Milliseconds())
+	r, err := m.q.run(ctx, scriptNack, m.ID, m.token, us, o.maxAttempts,
+		delayUS(o.backoffBase), delayUS(o.backoffMax))
 	if err != nil {
 		return err
 	}
@@ -70,8 +68,9 @@ func (m *Message) nack(ctx context.Context, delayMS int64) error {
 	return nil
 }
 
-// Extend sets the lease deadline to Redis TIME + d (d >= 1ms; smaller values
-// are raised to 1ms) and updates m.Deadline. It blocks for one round trip and
+// Extend sets the lease deadline to Redis TIME + d rounded up to the
+// millisecond (d >= 1ms; smaller values are raised to 1ms) and updates
+// m.Deadline. It blocks for one round trip and
 // returns nil, ErrLeaseLost (the lease had already expired or moved on; nothing
 // changes), or a Redis/context error. Extend is not safe to call concurrently
 // with itself on the same Message.
@@ -79,7 +78,7 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 	if d < time.Millisecond {
 		d = time.Millisecond
 	}
-	r, err := m.q.run(ctx, scriptExtend, m.ID, m.token, d.Milliseconds())
+	r, err := m.q.run(ctx, scriptExtend, m.ID, m.token, delayUS(d))
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,8 @@ func defaultOptions() options {
 type Option func(*options) error
 
 // WithVisibilityTimeout sets how long a claimed message stays leased before it
-// is returned to the schedule (default 30s). Must be at least 1ms.
+// is returned to the schedule (default 30s): the lease deadline is Redis TIME
+// at the claim + d, rounded up to the millisecond. Must be at least 1ms.
 func WithVisibilityTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d < time.Millisecond {
@@ -74,7 +75,9 @@ func WithMaxAttempts(n int) Option {
 }
 
 // WithBackoff sets the redelivery delay after the k-th failed attempt:
-// min(max, base·2^(k-1)) (default base 1s, max 5m). base 0 redelivers at once.
+// min(max, base·2^(k-1)) (default base 1s, max 5m), counted from Redis TIME
+// when the failure is handled and rounded up to the millisecond, never down.
+// base 0 redelivers at once.
 func WithBackoff(base, max time.Duration) Option {
 	return func(o *options) error {
 		if base < 0 || max < base {
@@ -98,12 +101,15 @@ func WithWakeCap(d time.Duration) Option {
 	}
 }
 
-// WithReclaimBatch bounds how many expired leases one claim script handles
-// (default 100, 1..1000).
+// WithReclaimBatch bounds how many expired leases one claim script returns to
+// the schedule (default and maximum 100, which with the at most 100 items a
+// claim script leases keeps each script to a few milliseconds; larger values
+// were accepted before and are now an error). A larger pile of expired leases
+// is worked off by consecutive claims.
 func WithReclaimBatch(n int) Option {
 	return func(o *options) error {
-		if n < 1 || n > 1000 {
-			return fmt.Errorf("redisq: reclaim batch %d not in 1..1000", n)
+		if n < 1 || n > scriptBatch {
+			return fmt.Errorf("redisq: reclaim batch %d not in 1..%d (one claim script's bound)", n, scriptBatch)
 		}
 		o.reclaimBatch = n
 		return nil

@@ -42,7 +42,8 @@ var (
 // locally instead of blocking in BZPOPMIN.
 const localWaitMax = 25 * time.Millisecond
 
-// MaxBatch is the largest n TakeBatch claims in one script call.
+// MaxBatch is the largest n TakeBatch accepts. One claim script leases at
+// most 100 items; TakeBatch runs as many as it needs for n.
 const MaxBatch = 1000
 
 // Queue is a durable delay queue stored in Redis under the hash tag
@@ -208,25 +209,60 @@ func toInt(v interface{}) int64 {
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
 
-// Enqueue schedules payload under id to be due at the absolute time at
-// (millisecond precision). at is the caller's clock: use EnqueueAfter to have
-// Redis compute the due time. It blocks for one round trip. It returns
-// ErrDuplicate when id already exists in any state (nothing changes), ErrClosed
-// after Close, or a Redis/context error (the item may or may not have been
-// stored; retrying with the same id is safe).
+// dueMS is at in whole milliseconds, rounded up (never early) and clamped to
+// [minDueMS, maxDueMS]: Unix milliseconds of the extremes of time.Time
+// overflow int64, and the scripts need exact integers under 1e17.
+func dueMS(at time.Time) int64 {
+	s := at.Unix()
+	switch {
+	case s >= maxDueMS/1000:
+		return maxDueMS
+	case s <= minDueMS/1000:
+		return minDueMS
+	}
+	ms := s*1000 + int64(at.Nanosecond()/1e6)
+	if at.Nanosecond()%1e6 != 0 {
+		ms++
+	}
+	return ms
+}
+
+// delayUS is d in whole microseconds, rounded up (never early); d <= 0 is 0.
+// The scripts add it to Redis TIME and round the sum up to the millisecond.
+func delayUS(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return us
+}
+
+// Enqueue schedules payload under id to be due at the absolute time at,
+// rounded up to the millisecond. at is the caller's clock: use EnqueueAfter
+// to have Redis compute the due time. Times after year 287,396 (2^53-1 ms
+// after 1970, where exact script arithmetic ends) are stored as that
+// instant, as a "never" sentinel such as time.Unix(math.MaxInt64, 0) is;
+// times before year -283,457 are stored as that instant (due at once, like
+// any past time). Message.Due reports the stored time. It blocks for one
+// round trip. It returns ErrDuplicate when id already exists in any state
+// (nothing changes), ErrClosed after Close, or a Redis/context error (the
+// item may or may not have been stored; retrying with the same id is safe).
 func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.Time) error {
-	_, err := q.enqueue(ctx, id, payload, "at", at.UnixMilli())
+	_, err := q.enqueue(ctx, id, payload, "at", dueMS(at))
 	return err
 }
 
 // EnqueueAfter schedules payload under id to be due delay after the Redis
-// server's current TIME (delay <= 0 means due now). Blocking and outcomes as
-// Enqueue. It returns the due time by the Redis clock.
+// server's current TIME (delay <= 0 means due now): the due time is the first
+// whole millisecond at or after TIME (in microseconds) + delay, so the item
+// is never delivered before that instant (and "now" is the next whole
+// millisecond unless TIME is one). Blocking and outcomes as Enqueue.
+// It returns the due time by the Redis clock.
 func (q *Queue) EnqueueAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (time.Time, error) {
-	if delay < 0 {
-		delay = 0
-	}
-	return q.enqueue(ctx, id, payload, "after", delay.Milliseconds())
+	return q.enqueue(ctx, id, payload, "after", delayUS(delay))
 }
 
 func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, mode string, v int64) (time.Time, error) {
@@ -271,24 +307,22 @@ func (q *Queue) Cancel(ctx context.Context, id string) error {
 	return nil
 }
 
-// Reschedule moves a scheduled item to the absolute time at (caller's clock)
-// or revives a dead item there with attempts reset to 0. It blocks for one
-// round trip, O(log n). The item goes behind items already due at the same
-// millisecond. It returns nil when moved, ErrInFlight when the item is leased
-// (nothing changes), ErrNotFound for an unknown id, ErrClosed after Close, or a
-// Redis/context error.
+// Reschedule moves a scheduled item to the absolute time at (caller's clock,
+// rounded up and clamped as in Enqueue) or revives a dead item there with
+// attempts reset to 0. It blocks for one round trip, O(log n). The item goes
+// behind items already due at the same millisecond. It returns nil when
+// moved, ErrInFlight when the item is leased (nothing changes), ErrNotFound
+// for an unknown id, ErrClosed after Close, or a Redis/context error.
 func (q *Queue) Reschedule(ctx context.Context, id string, at time.Time) error {
-	_, err := q.reschedule(ctx, id, "at", at.UnixMilli())
+	_, err := q.reschedule(ctx, id, "at", dueMS(at))
 	return err
 }
 
-// RescheduleAfter is Reschedule with a due time of Redis TIME + delay, which it
-// returns. Blocking and outcomes as Reschedule.
+// RescheduleAfter is Reschedule with a due time of Redis TIME + delay, rounded
+// up to the millisecond as in EnqueueAfter, which it returns. Blocking and
+// outcomes as Reschedule.
 func (q *Queue) RescheduleAfter(ctx context.Context, id string, delay time.Duration) (time.Time, error) {
-	if delay < 0 {
-		delay = 0
-	}
-	return q.reschedule(ctx, id, "after", delay.Milliseconds())
+	return q.reschedule(ctx, id, "after", delayUS(delay))
 }
 
 func (q *Queue) reschedule(ctx context.Context, id, mode string, v int64) (time.Time, error) {
@@ -332,8 +366,12 @@ func (q *Queue) Take(ctx context.Context) (*Message, error) {
 }
 
 // TakeBatch is Take for up to n (1..MaxBatch) items: it blocks until at least
-// one is due and returns all due items up to n, leased together. Outcomes as
-// Take; a bad n returns an error at once.
+// one is due and returns all due items up to n, leased to the caller. One
+// claim script leases at most 100 items (see "Bounded scripts" in the package
+// doc), so for larger n TakeBatch runs claims back to back while items are
+// due, and the messages' Deadlines may differ by the time between them; if
+// ctx ends or Redis fails between two claims, it returns the items leased so
+// far. Outcomes as Take; a bad n returns an error at once.
 func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 	if n < 1 || n > MaxBatch {
 		return nil, fmt.Errorf("redisq: batch size %d not in 1..%d", n, MaxBatch)
@@ -387,6 +425,16 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 			return nil, err
 		}
 		if len(msgs) > 0 {
+			// Due items may be left that this script did not take (it
+			// leases at most scriptBatch): claim them too, up to n.
+			for len(msgs) < n && next == 0 && ctx.Err() == nil {
+				more, nx, timed, err := q.claim(ctx, n-len(msgs), waiter)
+				owner = timed
+				if err != nil || len(more) == 0 {
+					break
+				}
+				msgs, next = append(msgs, more...), nx
+			}
 			return msgs, nil
 		}
 		wait := q.opt.wakeCap
@@ -432,8 +480,8 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 // reclaim expired leases). next is the time until the next due item or lease
 // deadline, or -1; timed reports that this caller owns the timer for next.
 func (q *Queue) claim(ctx context.Context, n int, waiter string) ([]*Message, time.Duration, bool, error) {
-	r, err := q.run(ctx, scriptClaim, n, q.opt.visibility.Milliseconds(), q.opt.maxAttempts,
-		q.opt.backoffBase.Milliseconds(), q.opt.backoffMax.Milliseconds(), q.opt.reclaimBatch, waiter)
+	r, err := q.run(ctx, scriptClaim, n, delayUS(q.opt.visibility), q.opt.maxAttempts,
+		delayUS(q.opt.backoffBase), delayUS(q.opt.backoffMax), q.opt.reclaimBatch, waiter)
 	if err != nil {
 		return nil, 0, false, err
 	}

@@ -1,6 +1,29 @@
 package redisq
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scriptBatch bounds the work of one claim script whatever the options: at
+// most this many expired leases and this many due items. About 2-3ms of
+// server CPU on a small VM; TakeBatch runs several scripts for larger n.
+const scriptBatch = 100
+
+// maxDueMS is the latest due time stored (about year 287,000): 2^53-1 ms,
+// the largest integer a Lua number (a double) holds exactly and well under
+// the 1e17 from which Redis receives it as "1e+17". Due times past it are
+// stored as it; minDueMS mirrors it in the past.
+const (
+	maxDueMS = 1<<53 - 1
+	minDueMS = -maxDueMS
+)
+
+var (
+	maxDueLua      = strconv.FormatInt(maxDueMS, 10)
+	scriptBatchLua = strconv.Itoa(scriptBatch)
+)
 
 // All scripts receive the same seven keys, in this order, so that every call
 // declares the queue's keys and routes to the queue's hash slot:
@@ -25,10 +48,36 @@ import "github.com/redis/go-redis/v9"
 //
 // Time always comes from redis.call('TIME'); Redis 7 replicates scripts by
 // effects, so this is allowed and deterministic on replicas and in the AOF.
-const luaCommon = `
+//
+// Scores and stored times are whole milliseconds, but "never early" is kept
+// to the microsecond: now_ms returns TIME rounded down to the millisecond
+// (an item is due when its score <= now) and the microseconds past it, and
+// after() rounds TIME + a delay in microseconds up. So a due time or lease
+// deadline computed from a delay d is never before TIME + d, and the claim
+// that delivers it runs at or after it.
+//
+// Numbers passed to redis.call are formatted with "%.17g", so any value of
+// 1e17 or more would reach Redis as "1e+17", which integer arguments (SET PX)
+// reject. Scores are clamped to MAXDUE (2^53-1 ms, the largest integer a Lua
+// number holds exactly, about year 287,000) and the timer TTL to MAXWAIT.
+var luaCommon = `
+local MAXDUE = ` + maxDueLua + `
+local MAXWAIT = 86400000
 local function now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local us = tonumber(t[2])
+  return tonumber(t[1]) * 1000 + math.floor(us / 1000), us % 1000
+end
+-- after returns the first whole ms at or after now (ms) + frac (us) + d (us).
+local function after(now, frac, d)
+  local due = now + math.floor((frac + d + 999) / 1000)
+  if due > MAXDUE then due = MAXDUE end
+  return due
+end
+local function clamp_due(due)
+  if due > MAXDUE then return MAXDUE end
+  if due < -MAXDUE then return -MAXDUE end
+  return due
 end
 local function new_member(id)
   local seq = redis.call('INCR', KEYS[6])
@@ -64,14 +113,15 @@ local function to_sched(h, id, due)
 end
 `
 
-// enqueue: ARGV[2] id, ARGV[3] payload, ARGV[4] "at"|"after", ARGV[5] ms.
-// Returns {0} when the id exists, else {1, due, now}. O(log n).
+// enqueue: ARGV[2] id, ARGV[3] payload, ARGV[4] "at" (ARGV[5] due ms) or
+// "after" (ARGV[5] delay us). Returns {0} when the id exists, else
+// {1, due, now}. O(log n).
 var scriptEnqueue = redis.NewScript(luaCommon + `
 local h = ARGV[1] .. ARGV[2]
 if redis.call('EXISTS', h) == 1 then return {0} end
-local now = now_ms()
+local now, frac = now_ms()
 local due = tonumber(ARGV[5])
-if ARGV[4] == 'after' then due = now + due end
+if ARGV[4] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
 local mem = new_member(ARGV[2])
 redis.call('HSET', h, 'p', ARGV[3], 'due', due, 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
 redis.call('ZADD', KEYS[1], due, mem)
@@ -80,22 +130,24 @@ arm_if_head(mem)
 return {1, due, now}
 `)
 
-// claim: ARGV[2] n, ARGV[3] visibility ms, ARGV[4] max attempts (0 = no
-// limit), ARGV[5] backoff base ms, ARGV[6] backoff max ms, ARGV[7] reclaim
-// batch, ARGV[8] the caller's waiter id. Returns {now, next, timed, id, payload, attempts, due, token,
-// deadline, ...} where next is ms until the earliest due item or lease
-// deadline (-1: none, 0: work is waiting now) and timed is 1 when the caller
-// became the timer owner and should wake at next (else it waits on the marker
-// for up to the wake cap). Bounded: at most reclaim batch + n items.
+// claim: ARGV[2] n, ARGV[3] visibility us, ARGV[4] max attempts (0 = no
+// limit), ARGV[5] backoff base us, ARGV[6] backoff max us, ARGV[7] reclaim
+// batch, ARGV[8] the caller's waiter id. Returns {now, next, timed, id,
+// payload, attempts, due, token, deadline, ...} where next is ms until the
+// earliest due item or lease deadline (-1: none, 0: work is waiting now;
+// at most MAXWAIT) and timed is 1 when the caller became the timer owner and
+// should wake at next (else it waits on the marker for up to the wake cap).
+// Bounded whatever the arguments: at most scriptBatch expired leases and
+// scriptBatch due items.
 var scriptClaim = redis.NewScript(luaCommon + `
-local now = now_ms()
+local now, frac = now_ms()
 local mp = ARGV[1]
-local n = tonumber(ARGV[2])
+local n = math.min(tonumber(ARGV[2]), ` + scriptBatchLua + `)
 local vis = tonumber(ARGV[3])
 local maxatt = tonumber(ARGV[4])
 local base = tonumber(ARGV[5])
 local bmax = tonumber(ARGV[6])
-local rb = tonumber(ARGV[7])
+local rb = math.min(tonumber(ARGV[7]), ` + scriptBatchLua + `)
 local rearm = false
 local exp = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, rb)
 for _, mem in ipairs(exp) do
@@ -110,7 +162,7 @@ for _, mem in ipairs(exp) do
   elseif maxatt > 0 and att >= maxatt then
     to_dead(h, mem, now)
   else
-    to_sched(h, id, now + backoff(att, base, bmax))
+    to_sched(h, id, after(now, frac, backoff(att, base, bmax)))
     redis.call('HINCRBY', KEYS[5], 'expired', 1)
   end
 end
@@ -118,7 +170,7 @@ if #exp == rb then rearm = true end
 local out = {now, -1, 0}
 if n > 0 then
   local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, n)
-  local dl = now + vis
+  local dl = after(now, frac, vis)
   for i = 1, #due, 2 do
     local mem = due[i]
     local id = string.sub(mem, 18)
@@ -151,6 +203,7 @@ if lh[1] then
   if d < 0 then d = 0 end
   if nxt < 0 or d < nxt then nxt = d end
 end
+if nxt > MAXWAIT then nxt = MAXWAIT end
 -- One consumer at a time waits for the next due time (timer owner); the
 -- others wait on the marker, which the owner re-arms if it leaves due work.
 local timed = 0
@@ -165,7 +218,7 @@ if nxt > 0 then
     if #out > 3 then
       rearm = true -- wake a waiter to own the timer
     else
-      redis.call('SET', KEYS[7], ARGV[8], 'PX', nxt)
+      redis.call('SET', KEYS[7], ARGV[8], 'PX', string.format('%d', nxt))
       timed = 1
     end
   end
@@ -181,7 +234,7 @@ return out
 const luaLease = `
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem', 'att', 'can')
-local now = now_ms()
+local now, frac = now_ms()
 if f[1] ~= 'l' or f[2] ~= ARGV[3] or tonumber(f[3]) <= now then return {0} end
 `
 
@@ -211,8 +264,8 @@ return {1}
 // client's own retries after a lost reply.
 const ackTombstoneMS = "30000"
 
-// nack: ARGV[2] id, ARGV[3] token, ARGV[4] delay ms (-1 = backoff policy),
-// ARGV[5] max attempts, ARGV[6] backoff base, ARGV[7] backoff max.
+// nack: ARGV[2] id, ARGV[3] token, ARGV[4] delay us (-1 = backoff policy),
+// ARGV[5] max attempts, ARGV[6] backoff base us, ARGV[7] backoff max us.
 // {0} lease lost, {1, due} rescheduled, {2} dead-lettered, {3} deleted because
 // it was cancelled while in flight.
 var scriptNack = redis.NewScript(luaCommon + luaLease + `
@@ -231,13 +284,14 @@ if maxatt > 0 and att >= maxatt then
 end
 local delay = tonumber(ARGV[4])
 if delay < 0 then delay = backoff(att, tonumber(ARGV[6]), tonumber(ARGV[7])) end
-to_sched(h, ARGV[2], now + delay)
-return {1, now + delay}
+local due = after(now, frac, delay)
+to_sched(h, ARGV[2], due)
+return {1, due}
 `)
 
-// extend: ARGV[2] id, ARGV[3] token, ARGV[4] ms. {1, deadline} or {0}.
+// extend: ARGV[2] id, ARGV[3] token, ARGV[4] us. {1, deadline} or {0}.
 var scriptExtend = redis.NewScript(luaCommon + luaLease + `
-local dl = now + tonumber(ARGV[4])
+local dl = after(now, frac, tonumber(ARGV[4]))
 redis.call('ZADD', KEYS[2], 'XX', dl, f[4])
 redis.call('HSET', h, 'dl', dl)
 return {1, dl}
@@ -258,7 +312,8 @@ redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
 return {1}
 `)
 
-// reschedule: ARGV[2] id, ARGV[3] "at"|"after", ARGV[4] ms.
+// reschedule: ARGV[2] id, ARGV[3] "at" (ARGV[4] due ms) or "after" (ARGV[4]
+// delay us).
 // {0} not found, {1, due} moved, {2} in flight. A dead item is revived with
 // attempts reset to 0.
 var scriptReschedule = redis.NewScript(luaCommon + `
@@ -266,9 +321,9 @@ local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem')
 if not f[1] then return {0} end
 if f[1] == 'l' then return {2} end
-local now = now_ms()
+local now, frac = now_ms()
 local due = tonumber(ARGV[4])
-if ARGV[3] == 'after' then due = now + due end
+if ARGV[3] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
 if f[1] == 's' then
   redis.call('ZREM', KEYS[1], f[2])
 else

@@ -462,6 +462,8 @@ func (r *redisRun) steady() (Result, error) {
 	byRedis := make([]int64, n) // ClaimedAt - Due, ns (ms resolution)
 	recvAt := make([]int64, n)  // receive, ns since start
 	dueAt := make([]int64, n)   // Message.Due mapped to the local clock, ns since start
+	sentAt := make([]int64, n)  // local instant just before EnqueueAfter, ns since start
+	claimed := make([]int64, n) // ClaimedAt (Redis clock), ns since start mapped to the local clock
 	seen := make([]atomic.Bool, n)
 	var offered, delivered, dups atomic.Int64
 	var errs atomic.Value
@@ -495,6 +497,7 @@ func (r *redisRun) steady() (Result, error) {
 					byRedis[i] = int64(m.ClaimedAt.Sub(m.Due))
 					recvAt[i] = since
 					dueAt[i] = int64(m.Due.Add(-off0).Sub(start))
+					claimed[i] = int64(m.ClaimedAt.Add(-off0).Sub(start))
 					if delivered.Add(1) == int64(n) {
 						close(allDone)
 					}
@@ -515,6 +518,7 @@ func (r *redisRun) steady() (Result, error) {
 			for k, i := 0, lo; i < hi; {
 				now := time.Since(start)
 				for ; i < hi && t0+time.Duration(float64(k)/rate*1e9) <= now; i, k = i+1, k+1 {
+					sentAt[i] = int64(time.Since(start))
 					if _, err := q.EnqueueAfter(pctx, strconv.Itoa(i), payload(o, i), o.delay); err != nil {
 						errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
 						return
@@ -556,13 +560,18 @@ func (r *redisRun) steady() (Result, error) {
 	if res.Delivered > 0 {
 		res.CPUPerItemNs = float64(cpu1-cpu0) / float64(res.Delivered)
 	}
+	// Early: claimed (Redis TIME in the claim script) before Redis TIME at
+	// the EnqueueAfter call + delay. The call's Redis TIME is at or after the
+	// local instant before it mapped through the offset, which is off by at
+	// most unc; so with that slack no on-time item is counted.
+	unc := max(rtt0, rtt1)/2 + absDur(off1-off0)
 	var ls, rs []int64
 	first, last := int64(1<<62), int64(0)
 	for i := range seen {
 		if !seen[i].Load() {
 			continue
 		}
-		if lat[i] < 0 {
+		if lat[i] < 0 || claimed[i] < sentAt[i]+int64(o.delay-unc) {
 			res.Early++
 		}
 		ls = append(ls, lat[i])
@@ -574,7 +583,8 @@ func (r *redisRun) steady() (Result, error) {
 		res.DeliverRate = float64(len(ls)) / (float64(last-first) / 1e9)
 	}
 	res.setLateness(ls)
-	unc := max(rtt0, rtt1)/2 + absDur(off1-off0)
+	res.Note = joinNote(res.Note, fmt.Sprintf("delivered early: %d (must be 0: claimed before Redis TIME at the EnqueueAfter call + delay, to within ±%v)",
+		res.Early, unc.Round(time.Microsecond)))
 	res.Note = joinNote(res.Note, fmt.Sprintf("lateness = receive instant on the Redis clock - Message.Due (ms); clock offset from min-RTT TIME round trips: RTT %v before, %v after, offset drift %v over the run: uncertainty about ±%v",
 		rtt0.Round(time.Microsecond), rtt1.Round(time.Microsecond), (off1-off0).Round(time.Microsecond), unc.Round(time.Microsecond)))
 	if len(rs) > 0 {

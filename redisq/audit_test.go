@@ -11,25 +11,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A due time more than ~292 years ahead (e.g. a "never" sentinel such as
-// year 9999) overflows time.Duration in claim (ms * time.Millisecond), next
-// becomes negative, and Take spins: claim scripts back to back, no blocking.
-func TestRegressionFarFutureDueSpins(t *testing.T) {
+// Audit SCANs with MATCH "{dq:NAME}:m:*" without escaping glob
+// metacharacters in NAME, which New accepts.
+func TestRegressionAuditGlobName(t *testing.T) {
 	s := startRedis(t)
 	c := s.client(t)
-	h := &countHook{}
-	c.AddHook(h)
-	q := newQueue(t, c, "far", WithWakeCap(time.Second))
+	other := newQueue(t, c, "ab")
+	q := newQueue(t, c, "a?")
 	ctx := context.Background()
-	require.NoError(t, q.Enqueue(ctx, "never", nil, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)))
-	ev0 := h.eval.Load()
-	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	_, err := q.Take(tctx)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	n := h.eval.Load() - ev0
-	t.Logf("%d claim scripts in 500ms, %d bzpopmin, %d total", n, h.bzpopmin.Load(), h.total.Load())
-	require.LessOrEqual(t, n, int64(20), "Take busy-looped on claim")
+	_, err := other.EnqueueAfter(ctx, "foreign", nil, time.Hour)
+	require.NoError(t, err)
+	r, err := q.Audit(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 0, r.Items, "audit of queue %q counted another queue's items; problems: %v", "a?", r.Problems)
+	require.True(t, r.OK(), "problems: %v", r.Problems)
 }
 
 // Audit on a ClusterClient runs its SCAN closure concurrently on every
@@ -80,4 +75,30 @@ func containsLine(s, l string) bool {
 		}
 	}
 	return false
+}
+
+// Regression (issue 8, item 5): New accepts any name without braces, but
+// globEscape ranged over runes, so a name that is not valid UTF-8 became
+// U+FFFD in the SCAN pattern, which matched none of the queue's keys: Audit
+// found no item hashes and reported every member as an orphan.
+func TestAuditQueueNameNotValidUTF8(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	for _, name := range []string{"\xff\xfe", "a\x80*[b]\xc3"} {
+		q := newQueue(t, c, name)
+		for _, id := range []string{"x", "y\xff", "z"} {
+			_, err := q.EnqueueAfter(ctx, id, nil, time.Hour)
+			require.NoError(t, err)
+		}
+		_, err := q.EnqueueAfter(ctx, "now", nil, 0)
+		require.NoError(t, err)
+		m, err := q.Take(ctx)
+		require.NoError(t, err)
+		r := audit(t, q)
+		require.Equal(t, 4, r.Items, "queue %q", name)
+		require.Equal(t, 3, r.Scheduled)
+		require.Equal(t, 1, r.Leased)
+		require.NoError(t, m.Ack(ctx))
+	}
 }
