@@ -8,6 +8,9 @@
 // the others wait on their own channels with no timer until promoted. So a
 // queue with many blocked takers wakes one goroutine per event, never spins
 // while nothing is due, and allocates nothing per operation in steady state.
+//
+// Keyed is the same queue with items identified by keys instead of handles:
+// schedule (upsert), add (dedupe), reschedule and cancel by key.
 package delayqueue
 
 import (
@@ -84,7 +87,8 @@ var lastQueueID atomic.Uint64
 // queue's creation. Past and zero deadlines are due at once.
 //
 // Every value accepted by Offer, OfferAfter or Put leaves the queue exactly
-// once: through Take, TakeBatch, Poll, DrainExpired, Remove or Drain.
+// once: through Take, TakeBatch, Poll, DrainExpired, Remove, Drain,
+// DrainEntries or Shutdown.
 //
 // A Queue must be created with New. It is safe for concurrent use by
 // multiple goroutines. Under testing/synctest, a Queue belongs to the bubble
@@ -461,7 +465,8 @@ func (q *Queue[T]) Len() int {
 // Close closes the queue. Blocked and later Take, TakeBatch and Put calls,
 // and later Offers, return ErrClosed. Items still queued stay for Drain;
 // Poll, DrainExpired, Peek, Remove, Reschedule, Len, Stats and Drain keep
-// working. Close is idempotent and safe to call from any goroutine.
+// working. Close is idempotent and safe to call from any goroutine. To let
+// takers finish what is due first, use Shutdown.
 func (q *Queue[T]) Close() {
 	q.mu.Lock()
 	if q.closed {

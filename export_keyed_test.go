@@ -34,9 +34,3 @@ func CheckKeyed[K comparable, V any](k *Keyed[K, V]) error {
 	}
 	return nil
 }
-
-// LatenessBucket returns the index of the lateness bucket holding d ns.
-func LatenessBucket(d uint64) int { return latenessBucket(d) }
-
-// LatenessBounds returns the range [lo, hi) of lateness bucket i.
-var LatenessBounds = latenessBounds

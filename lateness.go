@@ -38,15 +38,14 @@ const (
 )
 
 // latenessBucket returns the index of the bucket holding d nanoseconds.
+// It has no branches (min and max compile to conditional moves), so
+// recording costs the same whatever the values: clamping d to
+// [2^(latMinExp-1), 2^latMaxExp] maps everything below 2^latMinExp to an
+// index <= 0, then 0, and everything from 2^latMaxExp to the last bucket.
 func latenessBucket(d uint64) int {
-	if d < 1<<latMinExp {
-		return 0
-	}
-	if d >= 1<<latMaxExp {
-		return LatenessBuckets - 1
-	}
+	d = min(max(d, 1<<(latMinExp-1)), 1<<latMaxExp)
 	e := bits.Len64(d) - 1
-	return 1 + (e-latMinExp)*latSub + int(d>>(e-latSubBits)&(latSub-1))
+	return max(0, 1+(e-latMinExp)*latSub+int(d>>(e-latSubBits)&(latSub-1)))
 }
 
 // latenessBounds returns the bucket i's range [lo, hi); hi is
@@ -73,9 +72,7 @@ type lateness struct {
 // record adds one lateness of d nanoseconds.
 func (l *lateness) record(d uint64) {
 	l.counts[latenessBucket(d)]++
-	if d > l.max {
-		l.max = d
-	}
+	l.max = max(l.max, d)
 }
 
 // histogram returns a copy as a Histogram.
