@@ -333,6 +333,9 @@ func (q *Queue[T]) TakeBatch(ctx context.Context, dst []T, max int) ([]T, error)
 
 // popDueLocked appends up to max (max <= 0: all) due items to dst.
 func (q *Queue[T]) popDueLocked(dst []T, max int) []T {
+	// One fresh reading per batch, so that the batch's lateness is not
+	// measured against a reading taken before a backlog built up.
+	q.readClockLocked()
 	n := 0
 	for (max <= 0 || n < max) && q.headDueLocked() {
 		dst = append(dst, q.takeHeadLocked())

@@ -15,13 +15,15 @@ import (
 // takes anyway for the due check, so recording costs no clock read and no
 // allocation.
 //
-// The queue reads the clock only when the head's deadline is past its
-// latest reading (a due check against an older reading that already covers
-// the deadline needs none), so while takers work through a backlog of items
-// that fell due before that reading, their lateness is measured against it
-// and comes out short by up to the time since; it is exact for an item
-// found due by a fresh reading, as a blocked taker finds it. An item with
-// the zero deadline counts as due since year 1, in the overflow bucket.
+// TakeBatch and DrainExpired read the clock once per call, so their items'
+// lateness is measured from when the batch was taken. Take and Poll read it
+// only when the head's deadline is past the queue's latest reading (a due
+// check against a reading that already covers the deadline needs none), so
+// while single takes work through a backlog of items that fell due before
+// that reading, their lateness is measured against it and comes out short
+// by up to the time since; it is exact whenever the taker keeps up, as a
+// blocked taker woken for its item does. An item with the zero deadline
+// counts as due since year 1, in the overflow bucket.
 
 // Histogram buckets: [0, 2^latMinExp ns), then each power-of-two range
 // [2^e, 2^(e+1)) for latMinExp <= e < latMaxExp split into latSub equal
