@@ -67,8 +67,8 @@ func latenessBounds(i int) (lo, hi time.Duration) {
 // lateness is the Queue's recorder behind Stats.Lateness. It is guarded by
 // Queue.mu.
 type lateness struct {
+	max    uint64 // first: on a cache line with the Queue's other counters
 	counts [LatenessBuckets]uint64
-	max    uint64
 }
 
 // record adds one lateness of d nanoseconds.
