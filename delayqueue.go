@@ -8,6 +8,9 @@
 // the others wait on their own channels with no timer until promoted. So a
 // queue with many blocked takers wakes one goroutine per event, never spins
 // while nothing is due, and allocates nothing per operation in steady state.
+//
+// Keyed is the same queue with items identified by keys instead of handles:
+// schedule (upsert), add (dedupe), reschedule and cancel by key.
 package delayqueue
 
 import (
@@ -52,15 +55,23 @@ type Handle struct {
 }
 
 // Stats is a snapshot of a queue's counters. At any moment when no call is
-// in progress, Offered == Taken + Removed + Drained + Len.
+// in progress, Offered == Taken + Removed + Drained + Len, and
+// Lateness.Count == Taken.
 type Stats struct {
-	Len     int    // items queued now
-	Waiting int    // goroutines blocked in Take/TakeBatch now
-	Offered uint64 // items accepted by Offer/OfferAfter/Put
-	Taken   uint64 // items handed out by Take/TakeBatch/Poll/DrainExpired
-	Removed uint64 // items removed by Remove
-	Drained uint64 // items returned by Drain
-	Wakeups uint64 // times a goroutine blocked in Take/TakeBatch resumed from a wait, for any reason
+	Len         int    // items queued now
+	Waiting     int    // goroutines blocked in Take/TakeBatch now (takers only)
+	BlockedPuts int    // goroutines blocked in Put now, waiting for room
+	Offered     uint64 // items accepted by Offer/OfferAfter/Put (Keyed: inserted by Schedule/Add/Put)
+	Taken       uint64 // items handed out by Take/TakeBatch/Poll/DrainExpired
+	Removed     uint64 // items removed by Remove (Keyed: Cancel)
+	Drained     uint64 // items returned by Drain, DrainEntries or Shutdown
+	Rescheduled uint64 // successful Reschedules (Keyed: and Schedule/Put replacing a queued key)
+	Wakeups     uint64 // times a goroutine blocked in Take/TakeBatch resumed from a wait, for any reason
+
+	// Lateness is the distribution of how late the Taken items were handed
+	// out; see Histogram for its resolution and Lateness for what it
+	// measures.
+	Lateness Histogram
 }
 
 var lastQueueID atomic.Uint64
@@ -76,7 +87,8 @@ var lastQueueID atomic.Uint64
 // queue's creation. Past and zero deadlines are due at once.
 //
 // Every value accepted by Offer, OfferAfter or Put leaves the queue exactly
-// once: through Take, TakeBatch, Poll, DrainExpired, Remove or Drain.
+// once: through Take, TakeBatch, Poll, DrainExpired, Remove, Drain,
+// DrainEntries or Shutdown.
 //
 // A Queue must be created with New. It is safe for concurrent use by
 // multiple goroutines. Under testing/synctest, a Queue belongs to the bubble
@@ -93,23 +105,29 @@ type Queue[T any] struct {
 	heap    heap[T]
 	lastNow int64 // the latest clock reading, in ns since base
 	closed  bool
-	leader  *waiter // the taker responsible for the head; nil if none
+	// stopping: Shutdown has begun. Offers fail with ErrClosed while takers
+	// keep taking; Shutdown waits on putters (no Put is blocked then).
+	stopping bool
+	leader   *waiter // the taker responsible for the head; nil if none
 	// leaderAsleep: the leader armed the timer and is waiting on it, or has
 	// just woken and not yet relocked mu. While it is set, a head change
 	// must re-arm the timer (rearmLocked), since the leader will not look.
 	leaderAsleep bool
 	// leaderDone is the Done channel of the sleeping leader's ctx (nil if
 	// none), so that a re-arm can tell that the wait should end.
-	leaderDone <-chan struct{}
-	followers  waitList // blocked takers without a timer, FIFO
-	putters    waitList // blocked Puts, FIFO
-	waiterPool []*waiter
-	waiting    int
-	offered    uint64
-	taken      uint64
-	removed    uint64
-	drained    uint64
-	wakeups    uint64
+	leaderDone  <-chan struct{}
+	followers   waitList // blocked takers without a timer, FIFO
+	putters     waitList // blocked Puts (and Shutdowns), FIFO: woken as items leave
+	waiterPool  []*waiter
+	waiting     int
+	offered     uint64
+	taken       uint64
+	removed     uint64
+	drained     uint64
+	rescheduled uint64
+	wakeups     uint64
+	blockedPuts int
+	lateness    lateness
 }
 
 // New returns an empty, open queue configured by opts.
@@ -173,7 +191,7 @@ func (q *Queue[T]) OfferAfter(v T, d time.Duration) (Handle, error) {
 }
 
 func (q *Queue[T]) offerLocked(v T, at int64) (Handle, error) {
-	if q.closed {
+	if q.closed || q.stopping {
 		return Handle{}, ErrClosed
 	}
 	if q.capacity > 0 && q.heap.len() >= q.capacity {
@@ -199,32 +217,47 @@ func (q *Queue[T]) Put(ctx context.Context, v T, at time.Time) (Handle, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for {
-		if q.closed || q.capacity == 0 || q.heap.len() < q.capacity {
+		if q.closed || q.stopping || q.capacity == 0 || q.heap.len() < q.capacity {
 			return q.offerLocked(v, t)
 		}
-		w := q.getWaiterLocked()
-		q.putters.pushBack(w)
-		q.mu.Unlock()
-		var err error
-		select {
-		case <-w.ready:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		q.mu.Lock()
-		// Still listed: nobody woke us. Unlisted: spaceFreedLocked or
-		// Close popped and signalled us; if we leave on ctx, pass it on.
-		if w.list != nil {
-			w.list.remove(w)
-		} else if err != nil && q.heap.len() < q.capacity {
-			q.spaceFreedLocked(1) // pass on the wake-up we will not use
-		}
-		w.consume()
-		q.waiterPool = append(q.waiterPool, w)
-		if err != nil {
+		if err := q.awaitRoomLocked(ctx); err != nil {
 			return Handle{}, err
 		}
 	}
+}
+
+// awaitRoomLocked blocks a Put until an item leaves, the queue closes or
+// ctx is done (then it returns ctx.Err()).
+func (q *Queue[T]) awaitRoomLocked(ctx context.Context) error {
+	q.blockedPuts++
+	err := q.awaitLeaveLocked(ctx)
+	q.blockedPuts--
+	return err
+}
+
+// awaitLeaveLocked waits on the putters list until an item leaves or the
+// queue closes (spaceFreedLocked or wakeAllLocked), or ctx is done.
+func (q *Queue[T]) awaitLeaveLocked(ctx context.Context) error {
+	w := q.getWaiterLocked()
+	q.putters.pushBack(w)
+	q.mu.Unlock()
+	var err error
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	q.mu.Lock()
+	// Still listed: nobody woke us. Unlisted: spaceFreedLocked or
+	// Close popped and signalled us; if we leave on ctx, pass it on.
+	if w.list != nil {
+		w.list.remove(w)
+	} else if err != nil && q.heap.len() < q.capacity {
+		q.spaceFreedLocked(1) // pass on the wake-up we will not use
+	}
+	w.consume()
+	q.waiterPool = append(q.waiterPool, w)
+	return err
 }
 
 // Take removes and returns the head once it is due, blocking until then.
@@ -242,7 +275,7 @@ func (q *Queue[T]) Take(ctx context.Context) (T, error) {
 	var w *waiter
 	for {
 		if !q.closed && q.headDueLocked() {
-			v := q.heap.pop()
+			v := q.takeHeadLocked()
 			q.taken++
 			// Leave first: if w led, it hands off to a follower, who arms
 			// for the new head itself; otherwise a sleeping leader is
@@ -303,9 +336,12 @@ func (q *Queue[T]) TakeBatch(ctx context.Context, dst []T, max int) ([]T, error)
 
 // popDueLocked appends up to max (max <= 0: all) due items to dst.
 func (q *Queue[T]) popDueLocked(dst []T, max int) []T {
+	// One fresh reading per batch, so that the batch's lateness is not
+	// measured against a reading taken before a backlog built up.
+	q.readClockLocked()
 	n := 0
 	for (max <= 0 || n < max) && q.headDueLocked() {
-		dst = append(dst, q.heap.pop())
+		dst = append(dst, q.takeHeadLocked())
 		n++
 	}
 	if n > 0 {
@@ -324,7 +360,7 @@ func (q *Queue[T]) Poll() (T, bool) {
 		var zero T
 		return zero, false
 	}
-	v := q.heap.pop()
+	v := q.takeHeadLocked()
 	q.taken++
 	q.rearmLocked()
 	q.spaceFreedLocked(1)
@@ -371,14 +407,20 @@ func (q *Queue[T]) Remove(h Handle) (T, bool) {
 		q.mu.Unlock()
 		return zero, false
 	}
+	v := q.removeLocked(i)
+	q.mu.Unlock()
+	return v, true
+}
+
+// removeLocked removes and returns the item at heap index i, for Remove.
+func (q *Queue[T]) removeLocked(i int) T {
 	v := q.heap.removeAt(i)
 	q.removed++
 	if i == 0 {
 		q.rearmLocked()
 	}
 	q.spaceFreedLocked(1)
-	q.mu.Unlock()
-	return v, true
+	return v
 }
 
 // Reschedule gives the item h refers to the new deadline at; for ties it
@@ -396,18 +438,27 @@ func (q *Queue[T]) Reschedule(h Handle, at time.Time) bool {
 	if i < 0 {
 		return false
 	}
+	q.rescheduleLocked(i, t)
+	return true
+}
+
+// rescheduleLocked gives the item at heap index i the deadline t, for
+// Reschedule.
+func (q *Queue[T]) rescheduleLocked(i int, t int64) {
+	slot := q.heap.nodes[i].slot
 	oldHead := q.heap.head().at
 	q.heap.fix(i, t)
+	q.rescheduled++
 	// Three cases: the item became an earlier head (wake or re-arm), the
 	// head changed otherwise (re-arm a sleeping leader), or neither the old
 	// nor the new head is this item (nobody is disturbed).
-	switch isHead := q.heap.head().slot == h.slot; {
+	switch isHead := q.heap.head().slot == slot; {
 	case isHead && t < oldHead:
 		q.headEarlierLocked()
 	case isHead || i == 0:
 		q.rearmLocked()
+		q.headLaterLocked()
 	}
-	return true
 }
 
 // Len returns the number of items queued, due or not.
@@ -420,7 +471,8 @@ func (q *Queue[T]) Len() int {
 // Close closes the queue. Blocked and later Take, TakeBatch and Put calls,
 // and later Offers, return ErrClosed. Items still queued stay for Drain;
 // Poll, DrainExpired, Peek, Remove, Reschedule, Len, Stats and Drain keep
-// working. Close is idempotent and safe to call from any goroutine.
+// working. Close is idempotent and safe to call from any goroutine. To let
+// takers finish what is due first, use Shutdown.
 func (q *Queue[T]) Close() {
 	q.mu.Lock()
 	if q.closed {
@@ -459,13 +511,16 @@ func (q *Queue[T]) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return Stats{
-		Len:     q.heap.len(),
-		Waiting: q.waiting,
-		Offered: q.offered,
-		Taken:   q.taken,
-		Removed: q.removed,
-		Drained: q.drained,
-		Wakeups: q.wakeups,
+		Len:         q.heap.len(),
+		Waiting:     q.waiting,
+		BlockedPuts: q.blockedPuts,
+		Offered:     q.offered,
+		Taken:       q.taken,
+		Removed:     q.removed,
+		Drained:     q.drained,
+		Rescheduled: q.rescheduled,
+		Wakeups:     q.wakeups,
+		Lateness:    q.lateness.histogram(),
 	}
 }
 

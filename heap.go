@@ -50,6 +50,9 @@ type heap[T any] struct {
 	freeSlot uint32 // head of the free slot list, noSlot if none
 	nextSeq  uint32 // seq for the next push or fix
 	inited   bool
+	// onRemove, if set, sees every value as it leaves the heap, whichever
+	// way it leaves; Keyed uses it to drop the value's key in step.
+	onRemove func(v *T)
 }
 
 func (h *heap[T]) len() int { return len(h.nodes) }
@@ -57,6 +60,17 @@ func (h *heap[T]) len() int { return len(h.nodes) }
 // less orders by deadline, then by offer order.
 func less[T any](a, b *node[T]) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+}
+
+// compareNodes orders nodes as less does, for slices.SortFunc.
+func compareNodes[T any](a, b node[T]) int {
+	switch {
+	case less(&a, &b):
+		return -1
+	case less(&b, &a):
+		return 1
+	}
+	return 0
 }
 
 // takeSeq returns the next sequence number, renumbering the live nodes
@@ -75,15 +89,7 @@ func (h *heap[T]) takeSeq() uint32 {
 // renumber sorts the nodes into delivery order (a sorted array is a valid
 // heap), gives them the sequence numbers 0..n-1 and fixes their positions.
 func (h *heap[T]) renumber() {
-	slices.SortFunc(h.nodes, func(a, b node[T]) int {
-		switch {
-		case less(&a, &b):
-			return -1
-		case less(&b, &a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(h.nodes, compareNodes[T])
 	for i := range h.nodes {
 		h.nodes[i].seq = uint32(i)
 		h.slots[h.nodes[i].slot].pos = uint32(i)
@@ -156,6 +162,9 @@ func (h *heap[T]) lookup(slot, gen uint32) int {
 // The complexity is O(log n) where n = h.len().
 func (h *heap[T]) removeAt(i int) T {
 	n := len(h.nodes) - 1
+	if h.onRemove != nil {
+		h.onRemove(&h.nodes[i].v)
+	}
 	v := h.nodes[i].v
 	h.freeSlotOf(h.nodes[i].slot)
 	if i != n {

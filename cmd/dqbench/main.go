@@ -8,6 +8,11 @@
 //
 //	go run ./cmd/dqbench -items 1000000 -window 1s -consumers 1 -batch 256
 //
+// For delayqueue rows it also reads the queue's own lateness figures
+// (Stats.Lateness) and checks them against its per-item measurement: they
+// must agree within the histogram's 6.25% plus the hand-off from the
+// queue's clock reading to the consumer's (see statslateness.go).
+//
 // Steady mode offers at -rate items/s for -duration, each due -delay later:
 //
 //	go run ./cmd/dqbench -mode steady -rate 200000 -delay 10ms -duration 5s

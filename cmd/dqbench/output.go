@@ -59,9 +59,11 @@ type Result struct {
 	IdleSeconds  float64      `json:"idle_seconds,omitempty"`
 	Wakeups      uint64       `json:"wakeups"`
 	Lateness     *Percentiles `json:"lateness_ns,omitempty"`
-	Histogram    []Bucket     `json:"histogram,omitempty"`
-	RedisIdle    *RedisIdle   `json:"redis_idle,omitempty"` // -impl redis idle phase
-	Note         string       `json:"note,omitempty"`
+	// StatsLateness: the queue's own figures (delayqueue's Stats.Lateness).
+	StatsLateness *Percentiles `json:"stats_lateness_ns,omitempty"`
+	Histogram     []Bucket     `json:"histogram,omitempty"`
+	RedisIdle     *RedisIdle   `json:"redis_idle,omitempty"` // -impl redis idle phase
+	Note          string       `json:"note,omitempty"`
 }
 
 // Percentiles of lateness, in nanoseconds.
@@ -124,6 +126,7 @@ func (rep *Report) print(w io.Writer, o *options) {
 		t.write(w)
 		fmt.Fprintln(w)
 		notes(w, rows)
+		writeStatsLateness(w, rows, o.batch)
 		compareFloor(w, rows)
 	}
 	if len(idle) > 0 {

@@ -163,6 +163,9 @@ func runQueue[T any](name string, o *options, newEngine func() engine[T], c code
 	cancel()
 	cwg.Wait()
 	res.Wakeups = e.wakeups()
+	if se, ok := e.(statsLatenessEngine); ok {
+		res.StatsLateness = percentilesOf(se.statsLateness())
+	}
 	e.close()
 	stopProgress()
 

@@ -1,0 +1,36 @@
+package delayqueue
+
+import "fmt"
+
+// This file exports test-only hooks into Keyed's key index.
+
+// KeyedIndexLen returns the number of keys in k's index.
+func KeyedIndexLen[K comparable, V any](k *Keyed[K, V]) int {
+	k.q.mu.Lock()
+	defer k.q.mu.Unlock()
+	return len(k.keys)
+}
+
+// CheckKeyed checks the heap invariants and that the key index maps
+// exactly the queued keys to their items.
+func CheckKeyed[K comparable, V any](k *Keyed[K, V]) error {
+	if err := CheckQueue(k.q); err != nil {
+		return err
+	}
+	k.q.mu.Lock()
+	defer k.q.mu.Unlock()
+	h := &k.q.heap
+	if len(k.keys) != h.len() {
+		return fmt.Errorf("index holds %d keys, heap %d items", len(k.keys), h.len())
+	}
+	for key, slot := range k.keys {
+		if int(slot) >= len(h.slots) {
+			return fmt.Errorf("key %v: slot %d out of range", key, slot)
+		}
+		i := int(h.slots[slot].pos)
+		if i >= h.len() || h.nodes[i].slot != slot || h.nodes[i].v.Key != key {
+			return fmt.Errorf("key %v: slot %d does not hold its item", key, slot)
+		}
+	}
+	return nil
+}

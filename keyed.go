@@ -1,0 +1,302 @@
+package delayqueue
+
+import (
+	"context"
+	"iter"
+	"time"
+)
+
+// Item is a key and its value, as Keyed hands them out in batches.
+type Item[K comparable, V any] struct {
+	Key   K
+	Value V
+}
+
+// KeyedEntry is a queued key with its value and deadline, as Keyed's
+// Snapshot, DrainEntries and Shutdown return them. Deadline is as in Entry.
+type KeyedEntry[K comparable, V any] struct {
+	Key      K
+	Value    V
+	Deadline time.Time
+}
+
+// Keyed is a delay queue of values of type V identified by keys of type K:
+// at most one item per key is queued at any time, and items are scheduled,
+// moved, looked up and cancelled by key, without handles.
+//
+// It is a Queue of Items with an index from keys to heap positions, kept
+// under the Queue's mutex: the same heap, the same Leader-Follower
+// hand-off of blocked takers, the same deadline order (equal deadlines in
+// the order they were scheduled), clock, Options, Stats and guarantees.
+// Every key operation is O(log n) and atomic with respect to takers: once a
+// Take hands out a key, Cancel, Reschedule, Deadline and Get report it
+// absent and Schedule inserts it anew. A key is in the index exactly while
+// its item is queued, so the index never outgrows the queue.
+//
+// A Keyed must be created with NewKeyed; its methods panic on the zero
+// Keyed. It is safe for concurrent use by multiple goroutines.
+type Keyed[K comparable, V any] struct {
+	q *Queue[Item[K, V]]
+	// keys maps each queued key to its heap slot; guarded by q.mu.
+	// heap.onRemove deletes a key whenever its item leaves, by any path.
+	keys map[K]uint32
+}
+
+// NewKeyed returns an empty, open keyed queue configured by opts, which
+// mean what they mean for New. A bounded Keyed (WithCapacity) refuses or
+// blocks new keys when full, never the replacement of a queued key.
+func NewKeyed[K comparable, V any](opts ...Option) *Keyed[K, V] {
+	k := &Keyed[K, V]{q: New[Item[K, V]](opts...), keys: make(map[K]uint32)}
+	k.q.heap.onRemove = func(it *Item[K, V]) { delete(k.keys, it.Key) }
+	return k
+}
+
+// queue returns the underlying Queue, failing fast on the zero Keyed.
+func (k *Keyed[K, V]) queue() *Queue[Item[K, V]] {
+	if k.q == nil {
+		panic("delayqueue: Keyed used without NewKeyed")
+	}
+	return k.q
+}
+
+// Schedule queues v under key with deadline at. If key is already queued it
+// replaces the item's value and deadline (for equal deadlines the item
+// counts as newly scheduled) and returns replaced == true; otherwise it
+// inserts the item. It never blocks. It returns ErrClosed after Close or
+// Shutdown, and ErrFull if it would insert into a bounded queue that is
+// full; replacing never fails with ErrFull.
+// The complexity is O(log n) where n = k.Len().
+func (k *Keyed[K, V]) Schedule(key K, v V, at time.Time) (replaced bool, err error) {
+	q := k.queue()
+	t := q.tick(at)
+	q.mu.Lock()
+	replaced, err = k.upsertLocked(key, v, t, true)
+	q.mu.Unlock()
+	return replaced, err
+}
+
+// ScheduleAfter is Schedule(key, v, time.Now().Add(d)).
+func (k *Keyed[K, V]) ScheduleAfter(key K, v V, d time.Duration) (replaced bool, err error) {
+	return k.Schedule(key, v, time.Now().Add(d))
+}
+
+// Add queues v under key with deadline at only if key is not queued, and
+// reports whether it did; a queued key keeps its value and deadline. Errors
+// are as for Schedule.
+// The complexity is O(log n) where n = k.Len().
+func (k *Keyed[K, V]) Add(key K, v V, at time.Time) (added bool, err error) {
+	q := k.queue()
+	t := q.tick(at)
+	q.mu.Lock()
+	found, err := k.upsertLocked(key, v, t, false)
+	q.mu.Unlock()
+	return !found && err == nil, err
+}
+
+// Put is Schedule that blocks, while a bounded queue is full, until there
+// is room to insert key (or key was inserted by someone else meanwhile, and
+// Put replaces it). Errors are as for Queue.Put.
+func (k *Keyed[K, V]) Put(ctx context.Context, key K, v V, at time.Time) (replaced bool, err error) {
+	q := k.queue()
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	t := q.tick(at)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		replaced, err = k.upsertLocked(key, v, t, true)
+		if err != ErrFull {
+			return replaced, err
+		}
+		if err := q.awaitRoomLocked(ctx); err != nil {
+			return false, err
+		}
+	}
+}
+
+// upsertLocked inserts key, or finds it queued and then, if replace is set,
+// gives it value v and deadline t. It reports whether key was found.
+func (k *Keyed[K, V]) upsertLocked(key K, v V, t int64, replace bool) (found bool, err error) {
+	q := k.q
+	if q.closed || q.stopping {
+		return false, ErrClosed
+	}
+	if slot, ok := k.keys[key]; ok {
+		if replace {
+			i := int(q.heap.slots[slot].pos)
+			q.heap.nodes[i].v.Value = v
+			q.rescheduleLocked(i, t)
+		}
+		return true, nil
+	}
+	h, err := q.offerLocked(Item[K, V]{Key: key, Value: v}, t)
+	if err != nil {
+		return false, err
+	}
+	k.keys[key] = h.slot
+	return false, nil
+}
+
+// indexLocked returns the heap index of key's item, or -1 if key is not
+// queued.
+func (k *Keyed[K, V]) indexLocked(key K) int {
+	slot, ok := k.keys[key]
+	if !ok {
+		return -1
+	}
+	return int(k.q.heap.slots[slot].pos)
+}
+
+// Cancel removes key's item and returns its value. It returns false if key
+// is not queued. It wakes no blocked taker.
+// The complexity is O(log n) where n = k.Len().
+func (k *Keyed[K, V]) Cancel(key K) (V, bool) {
+	q := k.queue()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := k.indexLocked(key)
+	if i < 0 {
+		var zero V
+		return zero, false
+	}
+	return q.removeLocked(i).Value, true
+}
+
+// Reschedule gives key's item the deadline at, keeping its value; for ties
+// it counts as newly scheduled. It returns false if key is not queued. It
+// wakes a blocked taker only if the item becomes a head earlier than the
+// old one.
+// The complexity is O(log n) where n = k.Len().
+func (k *Keyed[K, V]) Reschedule(key K, at time.Time) bool {
+	q := k.queue()
+	t := q.tick(at)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := k.indexLocked(key)
+	if i < 0 {
+		return false
+	}
+	q.rescheduleLocked(i, t)
+	return true
+}
+
+// Get returns key's value and deadline (as Peek returns a deadline), or
+// ok == false if key is not queued.
+func (k *Keyed[K, V]) Get(key K) (v V, at time.Time, ok bool) {
+	q := k.queue()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := k.indexLocked(key)
+	if i < 0 {
+		return v, at, false
+	}
+	n := &q.heap.nodes[i]
+	return n.v.Value, q.deadlineOf(n.at), true
+}
+
+// Deadline returns key's deadline, or false if key is not queued.
+func (k *Keyed[K, V]) Deadline(key K) (time.Time, bool) {
+	_, at, ok := k.Get(key)
+	return at, ok
+}
+
+// Contains reports whether key is queued.
+func (k *Keyed[K, V]) Contains(key K) bool {
+	q := k.queue()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := k.keys[key]
+	return ok
+}
+
+// Take removes the head once it is due, blocking until then, and returns
+// its key and value. Errors are as for Queue.Take.
+func (k *Keyed[K, V]) Take(ctx context.Context) (K, V, error) {
+	it, err := k.queue().Take(ctx)
+	return it.Key, it.Value, err
+}
+
+// TakeBatch is Queue.TakeBatch: it blocks until at least one item is due,
+// then appends up to max due items (all if max <= 0) to dst.
+func (k *Keyed[K, V]) TakeBatch(ctx context.Context, dst []Item[K, V], max int) ([]Item[K, V], error) {
+	return k.queue().TakeBatch(ctx, dst, max)
+}
+
+// Poll removes and returns the head if it is due. It never blocks.
+func (k *Keyed[K, V]) Poll() (key K, v V, ok bool) {
+	it, ok := k.queue().Poll()
+	return it.Key, it.Value, ok
+}
+
+// DrainExpired appends up to max due items (all if max <= 0) to dst in
+// delivery order and returns the extended slice. It never blocks.
+func (k *Keyed[K, V]) DrainExpired(dst []Item[K, V], max int) []Item[K, V] {
+	return k.queue().DrainExpired(dst, max)
+}
+
+// Peek returns the head, due or not, with its deadline, without removing
+// it; ok is false if the queue is empty.
+func (k *Keyed[K, V]) Peek() (key K, v V, at time.Time, ok bool) {
+	it, at, ok := k.queue().Peek()
+	return it.Key, it.Value, at, ok
+}
+
+// Consume returns an iterator over keys and values as Take returns them,
+// ending as Queue.Consume does.
+//
+//	for key, v := range q.Consume(ctx) { handle(key, v) }
+func (k *Keyed[K, V]) Consume(ctx context.Context) iter.Seq2[K, V] {
+	q := k.queue()
+	return func(yield func(K, V) bool) {
+		for it := range q.Consume(ctx) {
+			if !yield(it.Key, it.Value) {
+				return
+			}
+		}
+	}
+}
+
+// Len returns the number of keys queued, due or not.
+func (k *Keyed[K, V]) Len() int { return k.queue().Len() }
+
+// Stats returns a snapshot of the queue's counters.
+func (k *Keyed[K, V]) Stats() Stats { return k.queue().Stats() }
+
+// Close closes the queue as Queue.Close does. Schedule, Add and Put return
+// ErrClosed afterwards; Cancel, Reschedule, Get and Drain keep working.
+func (k *Keyed[K, V]) Close() { k.queue().Close() }
+
+// Drain removes and returns every item, due or not, in delivery order; see
+// DrainEntries for their deadlines too.
+func (k *Keyed[K, V]) Drain() []Item[K, V] { return k.queue().Drain() }
+
+// DrainEntries removes and returns every item with its deadline, in
+// delivery order; nil if the queue is empty.
+func (k *Keyed[K, V]) DrainEntries() []KeyedEntry[K, V] {
+	return keyedEntries(k.queue().DrainEntries())
+}
+
+// Snapshot returns every queued item with its deadline, in delivery order,
+// without removing anything; see Queue.Snapshot.
+func (k *Keyed[K, V]) Snapshot() []KeyedEntry[K, V] {
+	return keyedEntries(k.queue().Snapshot())
+}
+
+// Shutdown stops new keys and replacements, lets takers finish what is
+// due, then closes the queue and returns what is left; see Queue.Shutdown.
+func (k *Keyed[K, V]) Shutdown(ctx context.Context) ([]KeyedEntry[K, V], error) {
+	rest, err := k.queue().Shutdown(ctx)
+	return keyedEntries(rest), err
+}
+
+func keyedEntries[K comparable, V any](es []Entry[Item[K, V]]) []KeyedEntry[K, V] {
+	if es == nil {
+		return nil
+	}
+	out := make([]KeyedEntry[K, V], len(es))
+	for i, e := range es {
+		out[i] = KeyedEntry[K, V]{Key: e.Value.Key, Value: e.Value.Value, Deadline: e.Deadline}
+	}
+	return out
+}
