@@ -46,7 +46,11 @@ func (m *Message) Ack(ctx context.Context) error {
 // Nack gives the item back for redelivery after the queue's backoff for this
 // attempt, or moves it to the dead set when it has had max attempts. An item
 // cancelled while in flight is deleted instead. Blocking and errors as Ack.
-func (m *Message) Nack(ctx context.Context) error { return m.nack(ctx, -1) }
+// NackWith also tells which of these happened.
+func (m *Message) Nack(ctx context.Context) error {
+	_, err := m.nack(ctx, -1, "")
+	return err
+}
 
 // NackAfter is Nack with an explicit redelivery delay (from Redis TIME)
 // instead of the backoff policy. The max-attempts rule still applies.
@@ -54,20 +58,26 @@ func (m *Message) NackAfter(ctx context.Context, delay time.Duration) error {
 	if delay < 0 {
 		delay = 0
 	}
-	return m.nack(ctx, delay.Milliseconds())
+	_, err := m.nack(ctx, delay.Milliseconds(), "")
+	return err
 }
 
-func (m *Message) nack(ctx context.Context, delayMS int64) error {
+func (m *Message) nack(ctx context.Context, delayMS int64, reason string) (NackResult, error) {
 	o := m.q.opt
 	r, err := m.q.run(ctx, scriptNack, m.ID, m.token, delayMS, o.maxAttempts,
-		o.backoffBase.Milliseconds(), o.backoffMax.Milliseconds())
+		o.backoffBase.Milliseconds(), o.backoffMax.Milliseconds(), reason)
 	if err != nil {
-		return err
+		return NackResult{}, err
 	}
-	if toInt(r[0]) == 0 {
-		return ErrLeaseLost
+	switch toInt(r[0]) {
+	case 1:
+		return NackResult{Outcome: NackRetried, Due: msTime(toMS(r[1]))}, nil
+	case 2:
+		return NackResult{Outcome: NackDeadLettered}, nil
+	case 3:
+		return NackResult{Outcome: NackDropped}, nil
 	}
-	return nil
+	return NackResult{}, ErrLeaseLost
 }
 
 // Extend sets the lease deadline to Redis TIME + d (d >= 1ms; smaller values

@@ -35,7 +35,8 @@ func TestEnqueueTakeAckDuplicate(t *testing.T) {
 	require.NoError(t, m.Ack(ctx), "a second ack of the same lease is idempotent")
 	// After the ack the id is free again.
 	require.NoError(t, q.Enqueue(ctx, "a", []byte("again"), time.Now()))
-	require.ErrorIs(t, q.Cancel(ctx, "nope"), ErrNotFound)
+	_, err = q.Cancel(ctx, "nope")
+	require.ErrorIs(t, err, ErrNotFound)
 	require.ErrorIs(t, q.Reschedule(ctx, "nope", time.Now()), ErrNotFound)
 
 	st, err := q.Stats(ctx)
@@ -224,8 +225,11 @@ func TestNackBackoffAndDeadLetter(t *testing.T) {
 	require.EqualValues(t, 1, st.Scheduled)
 	require.EqualValues(t, 0, st.DueBacklog)
 	// Cancel removes a scheduled item for good.
-	require.NoError(t, q.Cancel(ctx, "j"))
-	require.ErrorIs(t, q.Cancel(ctx, "j"), ErrNotFound)
+	out, err := q.Cancel(ctx, "j")
+	require.NoError(t, err)
+	require.Equal(t, CancelRemoved, out)
+	_, err = q.Cancel(ctx, "j")
+	require.ErrorIs(t, err, ErrNotFound)
 	r := audit(t, q)
 	require.Equal(t, 0, r.Items)
 }
@@ -268,16 +272,13 @@ func TestCancelInFlightIsNotRetried(t *testing.T) {
 	q := newQueue(t, s.client(t), "cif", WithVisibilityTimeout(100*time.Millisecond),
 		WithBackoff(0, 0), WithWakeCap(50*time.Millisecond))
 	ctx := context.Background()
+	ms := takeNow(t, q, "a", "b")
 	for _, id := range []string{"a", "b"} {
-		_, err := q.EnqueueAfter(ctx, id, nil, 0)
-		require.NoError(t, err)
+		out, err := q.Cancel(ctx, id)
+		require.NoError(t, err, "marking an in-flight item is a success")
+		require.Equal(t, CancelMarked, out)
 	}
-	ms, err := q.TakeBatch(ctx, 2)
-	require.NoError(t, err)
-	require.Len(t, ms, 2)
-	require.ErrorIs(t, q.Cancel(ctx, "a"), ErrInFlight)
-	require.ErrorIs(t, q.Cancel(ctx, "b"), ErrInFlight)
-	_, err = q.RescheduleAfter(ctx, "a", 0)
+	_, err := q.RescheduleAfter(ctx, "a", 0)
 	require.ErrorIs(t, err, ErrInFlight)
 	// b's holder nacks: cancelled, so deleted instead of rescheduled.
 	require.NoError(t, ms[1].Nack(ctx))

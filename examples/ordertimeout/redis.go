@@ -3,9 +3,9 @@ package main
 // The -redis and -workers modes: the scenario of run on the Redis backend.
 //
 // An order is an item "order-N" in a redisq queue, due when its payment
-// timeout passes. Paying is Cancel: it succeeds while the order is still
-// scheduled; ErrInFlight or ErrNotFound mean a canceller has already taken it
-// (the order expired first). A canceller is a consumer blocked in Take: it
+// timeout passes. Paying is Cancel: it pays the order when it removes it
+// while still scheduled (CancelRemoved); CancelMarked or ErrNotFound mean a
+// canceller has already taken it (the order expired first). A canceller is a consumer blocked in Take: it
 // cancels each order it receives and Acks it, which deletes the item.
 //
 // With -workers N the cancellers are N processes: this binary re-executed
@@ -293,7 +293,7 @@ func verify(ctx context.Context, q *redisq.Queue, rep *redisReport, t *tally) er
 
 // payOrders is the payment service: it pays each order when pays says so
 // and records the payments that succeed, until pays is closed. Cancel
-// reports ErrInFlight (a canceller holds the order; Cancel marked it so it
+// reports CancelMarked (a canceller holds the order; Cancel marked it so it
 // will not be retried) or ErrNotFound (already cancelled and acked) when the
 // canceller got there first: the order expired before it was paid.
 func payOrders(ctx context.Context, q *redisq.Queue, pays *delayqueue.Queue[int], t *tally, log *eventLog) error {
@@ -305,11 +305,11 @@ func payOrders(ctx context.Context, q *redisq.Queue, pays *delayqueue.Queue[int]
 			}
 			return err
 		}
-		switch err := q.Cancel(ctx, orderID(id)); {
-		case err == nil:
+		switch out, err := q.Cancel(ctx, orderID(id)); {
+		case err == nil && out == redisq.CancelRemoved:
 			t.pay(id)
 			log.printf("paid", "order %5d  paid, timeout cancelled", id)
-		case errors.Is(err, redisq.ErrInFlight), errors.Is(err, redisq.ErrNotFound):
+		case err == nil, errors.Is(err, redisq.ErrNotFound):
 		default:
 			return fmt.Errorf("paying order %d: %w", id, err)
 		}
