@@ -68,7 +68,7 @@ const ScrapeTimeout = 5 * time.Second
 // (NewRedisServerCollector). Each scrape reads each queue's Stats (one
 // script call each), within ScrapeTimeout. It is safe for concurrent use.
 type RedisCollector struct {
-	fixed  []*redisq.Queue        // NewRedisCollector
+	fixed  []*redisq.Queue       // NewRedisCollector
 	client redis.UniversalClient // NewRedisServerCollector
 
 	mu     sync.Mutex
