@@ -3,12 +3,12 @@ package redisq
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dq-go/delayqueue/redisq/redistest"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -411,39 +411,9 @@ func TestAdminUnderTraffic(t *testing.T) {
 	audit(t, q)
 }
 
-// startCluster starts a three-master Redis Cluster of test servers and
-// returns a client for it (closed at cleanup).
-func startCluster(t *testing.T) *redis.ClusterClient {
-	t.Helper()
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		t.Skip("redis-cli needed")
-	}
-	var addrs []string
-	for i := 0; i < 3; i++ {
-		s := startRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--appendfsync", "everysec")
-		addrs = append(addrs, s.addr())
-	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	out, err := exec.Command("redis-cli", append(args, "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
-	require.NoError(t, err, string(out))
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = cc.Close() })
-	eventually(t, 20*time.Second, "cluster ok on every node", func() bool {
-		for _, a := range addrs {
-			c := redis.NewClient(&redis.Options{Addr: a})
-			info, err := c.ClusterInfo(context.Background()).Result()
-			_ = c.Close()
-			if err != nil || !containsLine(info, "cluster_state:ok") {
-				return false
-			}
-		}
-		return true
-	})
-	return cc
-}
-
 func TestClusterListQueuesAndDestroy(t *testing.T) {
-	cc := startCluster(t)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.NewCluster(t, 3)})
+	defer cc.Close()
 	ctx := context.Background()
 	names := []string{"a", "a:b", "b*", "c?", "d[x]"} // spread over slots
 	qs := map[string]*Queue{}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +79,69 @@ func (s *Server) Close() {
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
 	_ = os.RemoveAll(s.dir)
+}
+
+// StartCluster starts a Redis Cluster of n masters (n >= 3, no replicas)
+// with redis-cli --cluster create, waits until every node reports
+// cluster_state:ok, and returns the servers (the caller must Close each).
+// It needs redis-cli on PATH.
+func StartCluster(n int) ([]*Server, error) {
+	var srvs []*Server
+	fail := func(err error) ([]*Server, error) {
+		for _, s := range srvs {
+			s.Close()
+		}
+		return nil, err
+	}
+	var addrs []string
+	for range n {
+		s, err := Start("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+		if err != nil {
+			return fail(err)
+		}
+		srvs = append(srvs, s)
+		addrs = append(addrs, s.Addr)
+	}
+	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("redistest: redis-cli --cluster create: %v\n%s", err, out))
+	}
+	for deadline := time.Now().Add(20 * time.Second); !clusterOK(addrs); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("redistest: cluster of %v not ok after 20s", addrs))
+		}
+	}
+	return srvs, nil
+}
+
+func clusterOK(addrs []string) bool {
+	for _, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		info, err := c.ClusterInfo(context.Background()).Result()
+		_ = c.Close()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+	}
+	return true
+}
+
+// NewCluster is StartCluster for a test: it skips the test when redis-cli
+// is missing, fails it if the cluster does not start, closes the servers
+// when the test ends, and returns their addresses.
+func NewCluster(tb testing.TB, n int) []string {
+	tb.Helper()
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		tb.Skip("redis-cli needed for a cluster")
+	}
+	srvs, err := StartCluster(n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var addrs []string
+	for _, s := range srvs {
+		tb.Cleanup(s.Close)
+		addrs = append(addrs, s.Addr)
+	}
+	return addrs
 }
