@@ -104,7 +104,7 @@ func (c *conn) client(ctx context.Context) (redis.UniversalClient, error) {
 // command is one subcommand.
 type command struct {
 	name, args, help string
-	min, max         int                    // positional arguments (max -1: no limit)
+	min, max         int                            // positional arguments (max -1: no limit)
 	flags            func(fs *flag.FlagSet, e *env) // the command's own flags, into e
 	run              func(e *env) error
 }

@@ -37,7 +37,9 @@ func commands() []command {
 	}
 }
 
-func withJSON(fs *flag.FlagSet, e *env) { fs.BoolVar(&e.json, "json", false, "print JSON (for scripts)") }
+func withJSON(fs *flag.FlagSet, e *env) {
+	fs.BoolVar(&e.json, "json", false, "print JSON (for scripts)")
+}
 
 func withYes(fs *flag.FlagSet, e *env) {
 	fs.BoolVar(&e.yes, "yes", false, "do not ask for confirmation")
