@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue"
+	"github.com/dq-go/delayqueue/dqprom"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
@@ -43,7 +44,8 @@ type redisScenario struct {
 	timeout  time.Duration
 	paidFrac float64
 	verbose  bool
-	workers  int // 0: the canceller is a goroutine of this process
+	workers  int    // 0: the canceller is a goroutine of this process
+	metrics  string // serve Prometheus metrics here ("": no)
 }
 
 // redisReport is the outcome of runRedis.
@@ -110,8 +112,13 @@ func runRedis(ctx context.Context, sc redisScenario) (rep redisReport, err error
 	}
 	defer func() {
 		_ = q.Close()
-		err = errors.Join(err, deleteQueue(c, name))
+		err = errors.Join(err, deleteQueue(q))
 	}()
+	_, stopMetrics, err := serveMetrics(sc.metrics, dqprom.NewRedisCollector(q))
+	if err != nil {
+		return rep, err
+	}
+	defer stopMetrics()
 	clock, err := calibrate(ctx, c)
 	if err != nil {
 		return rep, err
@@ -661,22 +668,12 @@ func calibrate(ctx context.Context, c *redis.Client) (redisClock, error) {
 
 func (k redisClock) now() time.Time { return k.redis.Add(time.Since(k.local)) }
 
-// deleteQueue deletes every key of the queue (all share its hash tag).
-func deleteQueue(c *redis.Client, name string) error {
+// deleteQueue removes every key of the queue (Destroy works after Close).
+func deleteQueue(q *redisq.Queue) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var keys []string
-	it := c.Scan(ctx, 0, "{dq:"+name+"}*", 1000).Iterator()
-	for it.Next(ctx) {
-		keys = append(keys, it.Val())
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("deleting queue %s: %w", name, err)
-	}
-	if len(keys) > 0 {
-		if err := c.Del(ctx, keys...).Err(); err != nil {
-			return fmt.Errorf("deleting queue %s: %w", name, err)
-		}
+	if _, err := q.Destroy(ctx); err != nil && !errors.Is(err, redisq.ErrNoQueue) {
+		return fmt.Errorf("deleting queue %s: %w", q.Name(), err)
 	}
 	return nil
 }
