@@ -12,16 +12,16 @@ import (
 // in progress, Enqueued == Acked + Cancelled + Deleted + Scheduled +
 // InFlight + Dead (Stats' state counts).
 type StatsCounters struct {
-	Enqueued     int64 // new items (Enqueue, EnqueueAfter, Schedule creating one)
-	Delivered    int64 // leases granted by Take/TakeBatch (redeliveries included)
-	Acked        int64 // items acked (gone)
-	Nacked       int64 // leases given back by Nack (retried, dead-lettered or dropped)
-	Expired      int64 // leases that timed out and were retried
-	DeadLettered int64 // items moved to the dead set (max attempts or DeadLetter)
-	Cancelled    int64 // items removed by Cancel, or dropped after Cancel marked them in flight
-	Rescheduled  int64 // Reschedule calls that moved an item, Schedule replacing one
-	Requeued     int64 // dead items revived by RequeueDead/RequeueAllDead
-	Deleted      int64 // items removed by DeleteDead, DeleteAllDead and Purge
+	Enqueued     int64 `json:"enqueued"`      // new items (Enqueue, EnqueueAfter, Schedule creating one)
+	Delivered    int64 `json:"delivered"`     // leases granted by Take/TakeBatch (redeliveries included)
+	Acked        int64 `json:"acked"`         // items acked (gone)
+	Nacked       int64 `json:"nacked"`        // leases given back by Nack (retried, dead-lettered or dropped)
+	Expired      int64 `json:"expired"`       // leases that timed out and were retried
+	DeadLettered int64 `json:"dead_lettered"` // items moved to the dead set (max attempts or DeadLetter)
+	Cancelled    int64 `json:"cancelled"`     // items removed by Cancel, or dropped after Cancel marked them in flight
+	Rescheduled  int64 `json:"rescheduled"`   // Reschedule calls that moved an item, Schedule replacing one
+	Requeued     int64 `json:"requeued"`      // dead items revived by RequeueDead/RequeueAllDead
+	Deleted      int64 `json:"deleted"`       // items removed by DeleteDead, DeleteAllDead and Purge
 }
 
 // counterFields maps the stats hash's field names to StatsCounters fields.

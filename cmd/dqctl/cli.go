@@ -156,6 +156,9 @@ func (e *env) confirm(prompt, want string) error {
 	}
 	fmt.Fprint(e.stderr, prompt)
 	line, err := e.stdin.ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(e.stderr) // no answer (end of input): end the prompt's line
+	}
 	if strings.TrimSpace(line) == want || (want == "y" && strings.EqualFold(strings.TrimSpace(line), "yes")) {
 		return nil
 	}

@@ -106,6 +106,20 @@ func newFixture(t *testing.T, name string) *fixture {
 	return &fixture{addr: s.Addr, c: c, q: q, held: ms[0]}
 }
 
+// neighbour adds a queue "orders:eu" with one scheduled item: a name that
+// extends "orders", whose items must never show in or go with "orders".
+func (f *fixture) neighbour(t *testing.T) {
+	t.Helper()
+	other, err := redisq.New(context.Background(), f.c, "orders:eu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.EnqueueAfter(context.Background(), "x", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *fixture) audit(t *testing.T) {
 	t.Helper()
 	r, err := f.q.Audit(context.Background())
@@ -134,15 +148,7 @@ func TestUsageAndConnectionErrors(t *testing.T) {
 
 func TestQueuesStatsList(t *testing.T) {
 	f := newFixture(t, "orders")
-	ctx := context.Background()
-	other, err := redisq.New(ctx, f.c, "orders:eu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if _, err := other.EnqueueAfter(ctx, "x", nil, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	f.neighbour(t)
 
 	r := dqctl(t, "", "-redis", f.addr, "queues")
 	r.want(t, exitOK, "QUEUE", "orders:eu")
@@ -280,15 +286,8 @@ func TestDeadLetterCommands(t *testing.T) {
 
 func TestPurgeAndDestroy(t *testing.T) {
 	f := newFixture(t, "orders")
+	f.neighbour(t)
 	ctx := context.Background()
-	other, err := redisq.New(ctx, f.c, "orders:eu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if _, err := other.EnqueueAfter(ctx, "x", nil, time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	a := []string{"-redis", f.addr}
 	dqctl(t, "no\n", append(a, "purge", "orders", "dead")...).want(t, exitAborted, "purge 2 dead items")
 	dqctl(t, "yes\n", append(a, "purge", "orders", "dead")...).want(t, exitOK, `purged queue "orders": deleted 2 dead items`)
