@@ -2,7 +2,7 @@
 # and .ci/run calls: `go test -race ./...` in every module of the repository.
 # redisq's tests (and the example's Redis test) start their own redis-server,
 # so redis-server must be on PATH.
-MODULES := . redisq examples cmd
+MODULES := . redisq dqprom examples cmd
 
 .PHONY: test vet bench-smoke example
 test:

@@ -21,10 +21,12 @@
 //	{dq:NAME}:dead   zset  member -> time of death (ms)
 //	{dq:NAME}:m:ID   hash  p (payload), due, att (deliveries), st (s/l/d),
 //	                       mem (its zset member), tok (lease token), dl
-//	                       (lease deadline), can (cancelled in flight), enq
+//	                       (lease deadline), can (cancelled in flight), enq,
+//	                       why (dead items: the reason)
 //	{dq:NAME}:wake   zset  wake marker, member "w"
 //	{dq:NAME}:timer  string with TTL: which waiter owns the next-due timer
 //	{dq:NAME}:stats  hash  counters
+//	{dq:NAME}:late   hash  lateness histogram of deliveries (fixed buckets)
 //	{dq:NAME}:seq    INCR sequence for members and lease tokens
 //	{dq:NAME}:w:...  short-lived private wake keys of blocked waiters
 //
@@ -58,6 +60,17 @@
 // 100; TakeBatch with a larger n runs several claims back to back): about
 // 2-3ms of server CPU on a small VM, and the tests fail if the worst case
 // takes over 10ms. Every other script is O(log n).
+//
+// # Inspection and administration
+//
+// List, Get, DueHistogram and Stats read a queue without changing it; each
+// is one script call of bounded cost (a page, one item, a bucket count), so
+// they are safe on a live queue. RequeueDead, DeleteDead, Cancel and
+// Schedule change one item atomically; RequeueAllDead, DeleteAllDead and
+// Purge work in atomic batches of a few hundred items; Destroy removes the
+// items in such batches and then every other key of the queue, found by
+// SCAN. Every step keeps the invariants Audit checks. ListQueues finds the
+// queues on a server (or on every master of a Cluster) by SCAN.
 //
 // # Waiting without polling
 //

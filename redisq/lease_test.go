@@ -90,8 +90,11 @@ func TestNackBackoffAndDeadLetter(t *testing.T) {
 	require.EqualValues(t, 1, st.Scheduled)
 	require.EqualValues(t, 0, st.DueBacklog)
 	// Cancel removes a scheduled item for good.
-	require.NoError(t, q.Cancel(ctx, "j"))
-	require.ErrorIs(t, q.Cancel(ctx, "j"), ErrNotFound)
+	out, err := q.Cancel(ctx, "j")
+	require.NoError(t, err)
+	require.Equal(t, CancelRemoved, out)
+	_, err = q.Cancel(ctx, "j")
+	require.ErrorIs(t, err, ErrNotFound)
 	r := audit(t, q)
 	require.Equal(t, 0, r.Items)
 }
@@ -101,21 +104,13 @@ func TestCancelInFlightIsNotRetried(t *testing.T) {
 	q := newQueue(t, s.client(t), "cif", WithVisibilityTimeout(100*time.Millisecond),
 		WithBackoff(0, 0), WithWakeCap(50*time.Millisecond))
 	ctx := context.Background()
-	var due time.Time
+	ms := takeNow(t, q, "a", "b")
 	for _, id := range []string{"a", "b"} {
-		var err error
-		due, err = q.EnqueueAfter(ctx, id, nil, 0)
-		require.NoError(t, err)
+		out, err := q.Cancel(ctx, id)
+		require.NoError(t, err, "marking an in-flight item is a success")
+		require.Equal(t, CancelMarked, out)
 	}
-	// Due now means due at the first whole ms at or after Redis TIME: wait
-	// for both to be due, so that one claim takes both.
-	untilRedisTime(t, q.client, due)
-	ms, err := q.TakeBatch(ctx, 2)
-	require.NoError(t, err)
-	require.Len(t, ms, 2)
-	require.ErrorIs(t, q.Cancel(ctx, "a"), ErrInFlight)
-	require.ErrorIs(t, q.Cancel(ctx, "b"), ErrInFlight)
-	_, err = q.RescheduleAfter(ctx, "a", 0)
+	_, err := q.RescheduleAfter(ctx, "a", 0)
 	require.ErrorIs(t, err, ErrInFlight)
 	// b's holder nacks: cancelled, so deleted instead of rescheduled.
 	require.NoError(t, ms[1].Nack(ctx))

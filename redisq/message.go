@@ -46,26 +46,37 @@ func (m *Message) Ack(ctx context.Context) error {
 // Nack gives the item back for redelivery after the queue's backoff for this
 // attempt, or moves it to the dead set when it has had max attempts. An item
 // cancelled while in flight is deleted instead. Blocking and errors as Ack.
-func (m *Message) Nack(ctx context.Context) error { return m.nack(ctx, -1) }
+// NackWith also tells which of these happened.
+func (m *Message) Nack(ctx context.Context) error {
+	_, err := m.nack(ctx, -1, "")
+	return err
+}
 
 // NackAfter is Nack with an explicit redelivery delay instead of the backoff
 // policy: the item is due at the first whole millisecond at or after Redis
 // TIME + delay, as with EnqueueAfter. The max-attempts rule still applies.
 func (m *Message) NackAfter(ctx context.Context, delay time.Duration) error {
-	return m.nack(ctx, delayUS(delay))
+	_, err := m.nack(ctx, delayUS(delay), "")
+	return err
 }
 
-func (m *Message) nack(ctx context.Context, us int64) error { // us < 0: backoff policy
+// nack runs the nack script; us < 0 applies the backoff policy.
+func (m *Message) nack(ctx context.Context, us int64, reason string) (NackResult, error) {
 	o := m.q.opt
 	r, err := m.q.run(ctx, scriptNack, m.ID, m.token, us, o.maxAttempts,
-		delayUS(o.backoffBase), delayUS(o.backoffMax))
+		delayUS(o.backoffBase), delayUS(o.backoffMax), reason)
 	if err != nil {
-		return err
+		return NackResult{}, err
 	}
-	if toInt(r[0]) == 0 {
-		return ErrLeaseLost
+	switch toInt(r[0]) {
+	case 1:
+		return NackResult{Outcome: NackRetried, Due: msTime(toMS(r[1]))}, nil
+	case 2:
+		return NackResult{Outcome: NackDeadLettered}, nil
+	case 3:
+		return NackResult{Outcome: NackDropped}, nil
 	}
-	return nil
+	return NackResult{}, ErrLeaseLost
 }
 
 // Extend sets the lease deadline to Redis TIME + d rounded up to the

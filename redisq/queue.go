@@ -27,11 +27,12 @@ var (
 	// ErrLeaseLost is returned by Message.Ack/Nack/Extend when the message's
 	// lease expired (by the Redis clock) or was superseded; nothing is changed.
 	ErrLeaseLost = errors.New("redisq: lease lost")
-	// ErrNotFound is returned by Cancel and Reschedule for an unknown id
-	// (never enqueued, acknowledged, or cancelled).
+	// ErrNotFound is returned by Cancel, Reschedule, Get and the dead-letter
+	// calls for an unknown id (never enqueued, acknowledged, or cancelled).
 	ErrNotFound = errors.New("redisq: not found")
-	// ErrInFlight is returned by Cancel and Reschedule when the item is leased
-	// by a consumer. Cancel has then marked it: it will not be retried.
+	// ErrInFlight is returned by Reschedule and Schedule when the item is
+	// leased by a consumer; nothing is changed. (Cancel of a leased item
+	// succeeds with CancelMarked instead.)
 	ErrInFlight = errors.New("redisq: in flight")
 	// ErrEvictionPolicy is wrapped by New's error when the server may evict
 	// keys (maxmemory-policy is not noeviction) and EvictionFail is in effect.
@@ -96,7 +97,7 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 		wait:   client,
 		name:   name,
 		opt:    o,
-		keys:   []string{p + ":sched", p + ":lease", p + ":dead", p + ":wake", p + ":stats", p + ":seq", p + ":timer"},
+		keys:   []string{p + ":sched", p + ":lease", p + ":dead", p + ":wake", p + ":stats", p + ":seq", p + ":timer", p + ":late"},
 		mpref:  p + ":m:",
 		wpref:  p + ":w:" + hex.EncodeToString(inst[:]) + ":",
 		subsec: time.Second,
@@ -282,29 +283,31 @@ func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, mode str
 	return msTime(toInt(r[1])), nil
 }
 
-// Cancel removes the item id. It blocks for one round trip, O(log n). It
-// returns nil when a scheduled or dead item was removed (it will never be
-// delivered), ErrInFlight when the item is leased (it is then marked: its Ack
-// or Nack deletes it and an expired lease is not retried), ErrNotFound for an
-// unknown id, ErrClosed after Close, or a Redis/context error.
-func (q *Queue) Cancel(ctx context.Context, id string) error {
+// Cancel removes the item id in any state. It blocks for one round trip,
+// O(log n). It returns an error only when it changed nothing: CancelRemoved
+// when a scheduled or dead item was removed (it will never be delivered);
+// CancelMarked when the item is leased (it is then marked: its Ack, Nack or
+// DeadLetter deletes it and an expired lease is not retried; the consumer
+// holding it may still act on it); ErrNotFound for an unknown id, ErrClosed
+// after Close, or a Redis/context error.
+func (q *Queue) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	if err := checkID(id); err != nil {
-		return err
+		return 0, err
 	}
 	if q.isClosed() {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	r, err := q.run(ctx, scriptCancel, id)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	switch toInt(r[0]) {
 	case 0:
-		return ErrNotFound
+		return 0, ErrNotFound
 	case 2:
-		return ErrInFlight
+		return CancelMarked, nil
 	}
-	return nil
+	return CancelRemoved, nil
 }
 
 // Reschedule moves a scheduled item to the absolute time at (caller's clock,
@@ -575,9 +578,15 @@ type Stats struct {
 	OldestOverdue time.Duration // how long the earliest due item has been due (0 if none)
 	InFlight      int64         // leased items
 	Dead          int64         // dead-lettered items
-	// Counters since the queue was created: enqueued, delivered, acked,
-	// nacked, expired (lease timed out and retried), dead, cancelled,
-	// rescheduled.
+	// Counters since the queue was created (Destroy resets them); see
+	// StatsCounters.
+	StatsCounters
+	// Lateness of deliveries: Redis TIME at claim - due time.
+	Lateness Lateness
+	// Counters holds the same counters by their field name in the stats hash
+	// ("enqueued", "delivered", ...), only those that are non-zero.
+	//
+	// Deprecated: use the fields of StatsCounters, which are always set.
 	Counters map[string]int64
 }
 
@@ -603,10 +612,14 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	if hs := toInt(r[3]); hs >= 0 && hs <= now {
 		s.OldestOverdue = time.Duration(now-hs) * time.Millisecond
 	}
-	for i := 6; i+1 < len(r); i += 2 {
-		k, _ := r[i].(string)
-		s.Counters[k] = toInt(r[i+1])
+	c, _ := r[6].([]interface{})
+	for i := 0; i+1 < len(c); i += 2 {
+		k, _ := c[i].(string)
+		s.Counters[k] = toInt(c[i+1])
 	}
+	s.StatsCounters = countersFrom(s.Counters)
+	l, _ := r[7].([]interface{})
+	s.Lateness = latenessFrom(l)
 	return s, nil
 }
 

@@ -357,7 +357,11 @@ func TestCancelRescheduleRaceClaim(t *testing.T) {
 	go func() {
 		defer cwg.Done()
 		for i := n - 2; i >= 0; i -= 2 { // from the tail: meets the consumers mid-way
-			cancelRes[all[i]] = q.Cancel(context.Background(), all[i])
+			out, err := q.Cancel(context.Background(), all[i])
+			if out == CancelMarked {
+				err = ErrInFlight // recorded as such below: the claim won
+			}
+			cancelRes[all[i]] = err
 		}
 	}()
 	go func() {

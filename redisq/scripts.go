@@ -35,6 +35,7 @@ var (
 //	KEYS[5] stats  hash of counters
 //	KEYS[6] seq    per-queue INCR sequence (members and lease tokens)
 //	KEYS[7] timer  string with a TTL: a consumer is waiting for the next due time
+//	KEYS[8] late   hash: lateness histogram of deliveries (see stats.go)
 //
 // ARGV[1] is always the item hash prefix "{dq:NAME}:m:". The item hashes are
 // not declared in KEYS (their names come from zset members); they share the
@@ -97,10 +98,11 @@ local function backoff(att, base, max)
   if d > max then d = max end
   return d
 end
--- to_dead moves a leased/scheduled item (already removed from its zset) to dead.
-local function to_dead(h, mem, now)
+-- to_dead moves a leased/scheduled item (already removed from its zset) to
+-- dead, recording why it died.
+local function to_dead(h, mem, now, why)
   redis.call('ZADD', KEYS[3], now, mem)
-  redis.call('HSET', h, 'st', 'd', 'tok', '', 'dl', 0)
+  redis.call('HSET', h, 'st', 'd', 'tok', '', 'dl', 0, 'why', why)
   redis.call('HINCRBY', KEYS[5], 'dead', 1)
 end
 -- to_sched puts an item (already removed from its zset) back to sched at due.
@@ -110,6 +112,17 @@ local function to_sched(h, id, due)
   redis.call('HSET', h, 'st', 's', 'due', due, 'mem', mem, 'tok', '', 'dl', 0)
   arm_if_head(mem)
   return mem
+end
+-- unsched takes a scheduled or dead item out of its zset, for to_sched; a
+-- dead item is revived: attempts reset, reason dropped.
+local function unsched(h, st, mem)
+  if st == 's' then
+    redis.call('ZREM', KEYS[1], mem)
+  else
+    redis.call('ZREM', KEYS[3], mem)
+    redis.call('HSET', h, 'att', 0)
+    redis.call('HDEL', h, 'why')
+  end
 end
 `
 
@@ -139,7 +152,7 @@ return {1, due, now}
 // should wake at next (else it waits on the marker for up to the wake cap).
 // Bounded whatever the arguments: at most scriptBatch expired leases and
 // scriptBatch due items.
-var scriptClaim = redis.NewScript(luaCommon + `
+var scriptClaim = redis.NewScript(luaCommon + luaLateness + `
 local now, frac = now_ms()
 local mp = ARGV[1]
 local n = math.min(tonumber(ARGV[2]), ` + scriptBatchLua + `)
@@ -160,7 +173,7 @@ for _, mem in ipairs(exp) do
     redis.call('DEL', h)
     redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
   elseif maxatt > 0 and att >= maxatt then
-    to_dead(h, mem, now)
+    to_dead(h, mem, now, 'max attempts: lease expired')
   else
     to_sched(h, id, after(now, frac, backoff(att, base, bmax)))
     redis.call('HINCRBY', KEYS[5], 'expired', 1)
@@ -189,6 +202,7 @@ if n > 0 then
     out[#out + 1] = dl
   end
   if #due > 0 then redis.call('HINCRBY', KEYS[5], 'delivered', #due / 2) end
+  record_lateness(due, now)
 end
 local nxt = -1
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -265,7 +279,8 @@ return {1}
 const ackTombstoneMS = "30000"
 
 // nack: ARGV[2] id, ARGV[3] token, ARGV[4] delay us (-1 = backoff policy),
-// ARGV[5] max attempts, ARGV[6] backoff base us, ARGV[7] backoff max us.
+// ARGV[5] max attempts, ARGV[6] backoff base us, ARGV[7] backoff max us,
+// ARGV[8] the caller's reason, recorded if the item dies (empty: none).
 // {0} lease lost, {1, due} rescheduled, {2} dead-lettered, {3} deleted because
 // it was cancelled while in flight.
 var scriptNack = redis.NewScript(luaCommon + luaLease + `
@@ -279,7 +294,9 @@ end
 local att = tonumber(f[5]) or 0
 local maxatt = tonumber(ARGV[5])
 if maxatt > 0 and att >= maxatt then
-  to_dead(h, f[4], now)
+  local why = 'max attempts: nacked'
+  if ARGV[8] and ARGV[8] ~= '' then why = 'max attempts: ' .. ARGV[8] end
+  to_dead(h, f[4], now, why)
   return {2}
 end
 local delay = tonumber(ARGV[4])
@@ -324,18 +341,14 @@ if f[1] == 'l' then return {2} end
 local now, frac = now_ms()
 local due = tonumber(ARGV[4])
 if ARGV[3] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
-if f[1] == 's' then
-  redis.call('ZREM', KEYS[1], f[2])
-else
-  redis.call('ZREM', KEYS[3], f[2])
-  redis.call('HSET', h, 'att', 0)
-end
+unsched(h, f[1], f[2])
 to_sched(h, ARGV[2], due)
 redis.call('HINCRBY', KEYS[5], 'rescheduled', 1)
 return {1, due}
 `)
 
-// stats: {now, scheduled, due, headScore|-1, leased, dead, k1, v1, ...}.
+// stats: {now, scheduled, due, headScore|-1, leased, dead, {k1, v1, ...}
+// counters, {bound, count, ...} lateness}.
 var scriptStats = redis.NewScript(luaCommon + `
 local now = now_ms()
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -343,8 +356,8 @@ local hs = -1
 if head[1] then hs = tonumber(head[2]) end
 local out = {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', now), hs,
   redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
-local c = redis.call('HGETALL', KEYS[5])
-for i = 1, #c do out[#out + 1] = c[i] end
+out[7] = redis.call('HGETALL', KEYS[5])
+out[8] = redis.call('HGETALL', KEYS[8])
 return out
 `)
 

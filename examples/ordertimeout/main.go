@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue"
+	"github.com/dq-go/delayqueue/dqprom"
 )
 
 type order struct {
@@ -45,6 +46,7 @@ func main() {
 	redisAddr := flag.String("redis", "", "run the scenario on the Redis backend (redisq) at this `host:port`")
 	workers := flag.Int("workers", 0, "with -redis: cancel expired orders in this many separate worker processes")
 	workerOf := flag.String(workerFlag, "", "hidden: run as a worker process consuming this queue")
+	metrics := flag.String("metrics", "", "serve Prometheus metrics of the queue at http://`host:port`/metrics while the scenario runs")
 	flag.Usage = usage
 	flag.Parse()
 	if *workerOf != "" {
@@ -59,7 +61,11 @@ func main() {
 		os.Exit(2)
 	}
 	if *redisAddr == "" {
-		r := run(*orders, *timeout, *paidFrac, *verbose)
+		r, err := run(*orders, *timeout, *paidFrac, *verbose, *metrics)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ordertimeout:", err)
+			os.Exit(1)
+		}
 		fmt.Println(r)
 		return
 	}
@@ -67,7 +73,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	rep, err := runRedis(ctx, redisScenario{
 		addr: *redisAddr, orders: *orders, timeout: *timeout, paidFrac: *paidFrac,
-		verbose: *verbose, workers: *workers,
+		verbose: *verbose, workers: *workers, metrics: *metrics,
 	})
 	stop()
 	fmt.Print(rep)
@@ -106,8 +112,13 @@ func (r result) String() string {
 		r.placed, r.paid, r.expired, percentile(r.late, 0.50), percentile(r.late, 0.99))
 }
 
-func run(n int, timeout time.Duration, paidFrac float64, verbose bool) result {
+func run(n int, timeout time.Duration, paidFrac float64, verbose bool, metrics string) (result, error) {
 	q := delayqueue.New[order]()
+	_, stopMetrics, err := serveMetrics(metrics, dqprom.NewQueueCollector(map[string]dqprom.StatsSource{"orders": q}))
+	if err != nil {
+		return result{}, err
+	}
+	defer stopMetrics()
 	rng := rand.New(rand.NewPCG(1, 2))
 	log := newEventLog(verbose)
 
@@ -171,7 +182,7 @@ func run(n int, timeout time.Duration, paidFrac float64, verbose bool) result {
 	q.Close()
 	wg.Wait()
 	log.close()
-	return res
+	return res, nil
 }
 
 // eventLog prints the first few events of each kind, or all of them in

@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
-	"net"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dq-go/delayqueue"
+	"github.com/dq-go/delayqueue/dqprom"
+	"github.com/dq-go/delayqueue/redisq/redistest"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
@@ -26,7 +30,10 @@ func TestMain(m *testing.M) {
 }
 
 func TestInProcess(t *testing.T) {
-	r := run(200, 100*time.Millisecond, 0.6, false)
+	r, err := run(200, 100*time.Millisecond, 0.6, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if r.placed != 200 || r.placed != r.paid+r.expired {
 		t.Fatalf("placed %d, paid %d, expired %d: want 200 placed = paid + expired", r.placed, r.paid, r.expired)
 	}
@@ -50,11 +57,12 @@ func TestRedis(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not on PATH: skipping the -redis scenario (apt-get install -y redis-server)")
 	}
-	addr := startRedis(t)
+	addr := redistest.New(t).Addr
 	for _, workers := range []int{0, 2} {
 		t.Run("workers="+strconv.Itoa(workers), func(t *testing.T) {
 			rep, err := runRedis(context.Background(), redisScenario{
 				addr: addr, orders: 200, timeout: 100 * time.Millisecond, paidFrac: 0.6, workers: workers,
+				metrics: "127.0.0.1:0",
 			})
 			t.Logf("\n%s", rep)
 			if err != nil {
@@ -88,39 +96,25 @@ func TestRedis(t *testing.T) {
 	}
 }
 
-// startRedis starts a redis-server on a free loopback port in a temp dir,
-// without persistence, and kills it at the end of the test.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// -metrics serves the queue's metrics over HTTP while the scenario runs.
+func TestMetrics(t *testing.T) {
+	q := delayqueue.New[int]()
+	defer q.Close()
+	if _, err := q.OfferAfter(1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	url, stop, err := serveMetrics("127.0.0.1:0", dqprom.NewQueueCollector(map[string]dqprom.StatsSource{"orders": q}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
+	defer stop()
+	resp, err := http.Get(url)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		err := c.Ping(context.Background()).Err()
-		if err == nil {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			t.Fatalf("redis-server did not start: %v\n%s", err, log)
-		}
-		time.Sleep(10 * time.Millisecond)
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || !strings.Contains(string(body), `delayqueue_items{queue="orders"} 1`) {
+		t.Fatalf("metrics: %v\n%s", err, body)
 	}
 }

@@ -3,9 +3,9 @@ package main
 // The -redis and -workers modes: the scenario of run on the Redis backend.
 //
 // An order is an item "order-N" in a redisq queue, due when its payment
-// timeout passes. Paying is Cancel: it succeeds while the order is still
-// scheduled; ErrInFlight or ErrNotFound mean a canceller has already taken it
-// (the order expired first). A canceller is a consumer blocked in Take: it
+// timeout passes. Paying is Cancel: it pays the order when it removes it
+// while still scheduled (CancelRemoved); CancelMarked or ErrNotFound mean a
+// canceller has already taken it (the order expired first). A canceller is a consumer blocked in Take: it
 // cancels each order it receives and Acks it, which deletes the item.
 //
 // With -workers N the cancellers are N processes: this binary re-executed
@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue"
+	"github.com/dq-go/delayqueue/dqprom"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
@@ -43,7 +44,8 @@ type redisScenario struct {
 	timeout  time.Duration
 	paidFrac float64
 	verbose  bool
-	workers  int // 0: the canceller is a goroutine of this process
+	workers  int    // 0: the canceller is a goroutine of this process
+	metrics  string // serve Prometheus metrics here ("": no)
 }
 
 // redisReport is the outcome of runRedis.
@@ -110,8 +112,13 @@ func runRedis(ctx context.Context, sc redisScenario) (rep redisReport, err error
 	}
 	defer func() {
 		_ = q.Close()
-		err = errors.Join(err, deleteQueue(c, name))
+		err = errors.Join(err, deleteQueue(q))
 	}()
+	_, stopMetrics, err := serveMetrics(sc.metrics, dqprom.NewRedisCollector(q))
+	if err != nil {
+		return rep, err
+	}
+	defer stopMetrics()
 	clock, err := calibrate(ctx, c)
 	if err != nil {
 		return rep, err
@@ -293,7 +300,7 @@ func verify(ctx context.Context, q *redisq.Queue, rep *redisReport, t *tally) er
 
 // payOrders is the payment service: it pays each order when pays says so
 // and records the payments that succeed, until pays is closed. Cancel
-// reports ErrInFlight (a canceller holds the order; Cancel marked it so it
+// reports CancelMarked (a canceller holds the order; Cancel marked it so it
 // will not be retried) or ErrNotFound (already cancelled and acked) when the
 // canceller got there first: the order expired before it was paid.
 func payOrders(ctx context.Context, q *redisq.Queue, pays *delayqueue.Queue[int], t *tally, log *eventLog) error {
@@ -305,11 +312,11 @@ func payOrders(ctx context.Context, q *redisq.Queue, pays *delayqueue.Queue[int]
 			}
 			return err
 		}
-		switch err := q.Cancel(ctx, orderID(id)); {
-		case err == nil:
+		switch out, err := q.Cancel(ctx, orderID(id)); {
+		case err == nil && out == redisq.CancelRemoved:
 			t.pay(id)
 			log.printf("paid", "order %5d  paid, timeout cancelled", id)
-		case errors.Is(err, redisq.ErrInFlight), errors.Is(err, redisq.ErrNotFound):
+		case err == nil, errors.Is(err, redisq.ErrNotFound):
 		default:
 			return fmt.Errorf("paying order %d: %w", id, err)
 		}
@@ -661,22 +668,12 @@ func calibrate(ctx context.Context, c *redis.Client) (redisClock, error) {
 
 func (k redisClock) now() time.Time { return k.redis.Add(time.Since(k.local)) }
 
-// deleteQueue deletes every key of the queue (all share its hash tag).
-func deleteQueue(c *redis.Client, name string) error {
+// deleteQueue removes every key of the queue (Destroy works after Close).
+func deleteQueue(q *redisq.Queue) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var keys []string
-	it := c.Scan(ctx, 0, "{dq:"+name+"}*", 1000).Iterator()
-	for it.Next(ctx) {
-		keys = append(keys, it.Val())
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("deleting queue %s: %w", name, err)
-	}
-	if len(keys) > 0 {
-		if err := c.Del(ctx, keys...).Err(); err != nil {
-			return fmt.Errorf("deleting queue %s: %w", name, err)
-		}
+	if _, err := q.Destroy(ctx); err != nil && !errors.Is(err, redisq.ErrNoQueue) {
+		return fmt.Errorf("deleting queue %s: %w", q.Name(), err)
 	}
 	return nil
 }

@@ -1,0 +1,43 @@
+// Package dqprom exports the statistics of delay queues as Prometheus
+// metrics, through collectors for github.com/prometheus/client_golang: one
+// for in-process queues of github.com/dq-go/delayqueue (NewQueueCollector)
+// and one for Redis-backed queues of github.com/dq-go/delayqueue/redisq
+// (NewRedisCollector, NewRedisServerCollector). It is a module of its own,
+// so that neither the core nor redisq depends on client_golang.
+//
+// Every metric has a "queue" label; names follow the Prometheus
+// conventions (counters end in _total, durations are in seconds).
+//
+// In-process queues (namespace delayqueue):
+//
+//	delayqueue_items                  gauge    items queued now
+//	delayqueue_waiting_takers         gauge    goroutines blocked in Take/TakeBatch
+//	delayqueue_offered_total          counter  items accepted by Offer/OfferAfter/Put
+//	delayqueue_taken_total            counter  items handed out by Take/TakeBatch/Poll/DrainExpired
+//	delayqueue_removed_total          counter  items removed by Remove
+//	delayqueue_drained_total          counter  items returned by Drain
+//	delayqueue_wakeups_total          counter  resumptions of blocked takers
+//
+// Redis-backed queues (namespace redisq), read with one Stats call (one
+// script, O(log n)) per queue at every scrape:
+//
+//	redisq_up                         gauge    1 if the queue's stats were read at this scrape
+//	redisq_items{state}               gauge    items per state: scheduled, inflight, dead
+//	redisq_due_items                  gauge    scheduled items already due (the backlog)
+//	redisq_oldest_overdue_seconds     gauge    how long the earliest due item has waited
+//	redisq_enqueued_total             counter  new items
+//	redisq_delivered_total            counter  leases granted (redeliveries included)
+//	redisq_acked_total                counter  items acked
+//	redisq_nacked_total               counter  leases given back by Nack
+//	redisq_expired_total              counter  leases that timed out and were retried
+//	redisq_dead_lettered_total        counter  items moved to the dead set
+//	redisq_cancelled_total            counter  items cancelled
+//	redisq_rescheduled_total          counter  items rescheduled or replaced by Schedule
+//	redisq_requeued_total             counter  dead items requeued
+//	redisq_deleted_total              counter  items deleted by the admin calls
+//	redisq_delivery_lateness_seconds  histogram  claim time - due time, by Redis TIME
+//
+// The redisq counters and the lateness histogram are kept in Redis, so
+// every process's work is in them, and any one exporter reports the whole
+// queue.
+package dqprom

@@ -1,0 +1,182 @@
+package dqprom_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dq-go/delayqueue/dqprom"
+	"github.com/dq-go/delayqueue/redisq"
+	"github.com/dq-go/delayqueue/redisq/redistest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+)
+
+func newQueue(t *testing.T, c redis.UniversalClient, name string, opts ...redisq.Option) *redisq.Queue {
+	t.Helper()
+	q, err := redisq.New(context.Background(), c, name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return q
+}
+
+func TestRedisCollector(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "mail", redisq.WithMaxAttempts(1))
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three items 2s overdue: one acked, one dead, one left in flight; one
+	// scheduled for later.
+	for i := range 3 {
+		if err := q.Enqueue(ctx, fmt.Sprint("i", i), nil, now.Add(-2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.EnqueueAfter(ctx, "later", nil, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := q.TakeBatch(ctx, 3)
+	if err != nil || len(ms) != 3 {
+		t.Fatal(len(ms), err)
+	}
+	if err := ms[0].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ms[1].DeadLetter(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+
+	col := dqprom.NewRedisCollector(q)
+	want := `
+# HELP redisq_items Items in each state now.
+# TYPE redisq_items gauge
+redisq_items{queue="mail",state="dead"} 1
+redisq_items{queue="mail",state="inflight"} 1
+redisq_items{queue="mail",state="scheduled"} 1
+# HELP redisq_up 1 if the queue's stats were read at this scrape, else 0.
+# TYPE redisq_up gauge
+redisq_up{queue="mail"} 1
+# HELP redisq_acked_total Items acked.
+# TYPE redisq_acked_total counter
+redisq_acked_total{queue="mail"} 1
+# HELP redisq_dead_lettered_total Items moved to the dead set.
+# TYPE redisq_dead_lettered_total counter
+redisq_dead_lettered_total{queue="mail"} 1
+# HELP redisq_delivered_total Leases granted by Take and TakeBatch, redeliveries included.
+# TYPE redisq_delivered_total counter
+redisq_delivered_total{queue="mail"} 3
+# HELP redisq_enqueued_total New items (Enqueue, EnqueueAfter, Schedule creating one).
+# TYPE redisq_enqueued_total counter
+redisq_enqueued_total{queue="mail"} 4
+`
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "redisq_items", "redisq_up",
+		"redisq_acked_total", "redisq_dead_lettered_total", "redisq_delivered_total", "redisq_enqueued_total"); err != nil {
+		t.Fatal(err)
+	}
+	if probs, err := testutil.CollectAndLint(col); err != nil || len(probs) > 0 {
+		t.Errorf("lint: %v %v", probs, err)
+	}
+
+	// The lateness histogram: three deliveries about 2s late, cumulative
+	// buckets, in seconds.
+	st, err := q.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(col)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, mf := range mfs {
+		if mf.GetName() != "redisq_delivery_lateness_seconds" {
+			continue
+		}
+		found = true
+		h := mf.GetMetric()[0].GetHistogram()
+		if h.GetSampleCount() != 3 || h.GetSampleSum() != st.Lateness.Sum.Seconds() {
+			t.Errorf("count %d sum %v, want 3 and %v", h.GetSampleCount(), h.GetSampleSum(), st.Lateness.Sum.Seconds())
+		}
+		for _, b := range h.GetBucket() {
+			want := uint64(0)
+			if b.GetUpperBound() >= 2.5 {
+				want = 3 // lateness 2s + the claim's own delay: in the 2.5s bucket
+			}
+			if b.GetCumulativeCount() != want {
+				t.Errorf("bucket le=%v: %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
+			}
+		}
+		if len(h.GetBucket()) != len(redisq.LatenessBounds()) {
+			t.Errorf("%d buckets, want %d", len(h.GetBucket()), len(redisq.LatenessBounds()))
+		}
+	}
+	if !found {
+		t.Fatal("no lateness histogram")
+	}
+
+	// A closed queue reports redisq_up 0 and nothing else.
+	_ = q.Close()
+	if err := testutil.CollectAndCompare(col, strings.NewReader(`
+# HELP redisq_up 1 if the queue's stats were read at this scrape, else 0.
+# TYPE redisq_up gauge
+redisq_up{queue="mail"} 0
+`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRedisServerCollectorFindsQueues(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	col := dqprom.NewRedisServerCollector(c)
+	if n := testutil.CollectAndCount(col, "redisq_up"); n != 0 {
+		t.Fatalf("%d queues on an empty server", n)
+	}
+	for _, name := range []string{"a", "a:b", `we"ird`} {
+		if _, err := newQueue(t, c, name).EnqueueAfter(ctx, "x", nil, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `
+# HELP redisq_items Items in each state now.
+# TYPE redisq_items gauge
+redisq_items{queue="a",state="dead"} 0
+redisq_items{queue="a",state="inflight"} 0
+redisq_items{queue="a",state="scheduled"} 1
+redisq_items{queue="a:b",state="dead"} 0
+redisq_items{queue="a:b",state="inflight"} 0
+redisq_items{queue="a:b",state="scheduled"} 1
+redisq_items{queue="we\"ird",state="dead"} 0
+redisq_items{queue="we\"ird",state="inflight"} 0
+redisq_items{queue="we\"ird",state="scheduled"} 1
+`
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "redisq_items"); err != nil {
+		t.Fatal(err)
+	}
+	// A destroyed queue disappears from the next scrape.
+	if _, err := newQueue(t, c, "a").Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(col, "redisq_up"); n != 2 {
+		t.Fatalf("%d queues after destroying one of 3", n)
+	}
+	// An unreachable server fails the scrape.
+	s.Close()
+	if _, err := testutil.CollectAndLint(col); err == nil {
+		t.Fatal("scrape of a dead server succeeded")
+	}
+}

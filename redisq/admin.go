@@ -1,0 +1,219 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrNotDead is returned by RequeueDead and DeleteDead when the item
+	// exists but is not dead; nothing is changed.
+	ErrNotDead = errors.New("redisq: item is not dead")
+	// ErrNoQueue is returned by Purge, RequeueAllDead, DeleteAllDead and
+	// Destroy when the queue has no data in Redis (see Exists): most often a
+	// mistyped name. Nothing is changed.
+	ErrNoQueue = errors.New("redisq: no such queue")
+)
+
+// adminBatch is how many items one admin batch script handles.
+const adminBatch = 500
+
+// ScheduleResult is what Schedule did.
+type ScheduleResult struct {
+	Due     time.Time // the due time (Redis clock for ScheduleAfter)
+	Created bool      // a new item; false: an existing one was replaced
+}
+
+// Schedule is an atomic upsert: it stores payload under id, due at the
+// absolute time at (caller's clock, rounded up to the millisecond and clamped
+// as in Enqueue), whether or not
+// the id exists. A new id is enqueued (as Enqueue); a scheduled item gets the
+// new payload and due time and keeps its attempts; a dead item is revived
+// with them and attempts reset to 0. The item goes behind items already due
+// at the same millisecond. On an in-flight item it returns ErrInFlight and
+// changes nothing. One round trip, O(log n). It also returns ErrClosed after
+// Close, or a Redis/context error (the upsert may or may not have been
+// applied; retrying is safe).
+func (q *Queue) Schedule(ctx context.Context, id string, payload []byte, at time.Time) (ScheduleResult, error) {
+	return q.schedule(ctx, id, payload, "at", dueMS(at))
+}
+
+// ScheduleAfter is Schedule with a due time of Redis TIME + delay (delay <= 0
+// means due now), rounded up to the millisecond as in EnqueueAfter, which it
+// returns.
+func (q *Queue) ScheduleAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (ScheduleResult, error) {
+	return q.schedule(ctx, id, payload, "after", delayUS(delay))
+}
+
+func (q *Queue) schedule(ctx context.Context, id string, payload []byte, mode string, v int64) (ScheduleResult, error) {
+	if err := q.checkOp(id); err != nil {
+		return ScheduleResult{}, err
+	}
+	r, err := q.run(ctx, scriptSchedule, id, payload, mode, v)
+	if err != nil {
+		return ScheduleResult{}, err
+	}
+	switch toInt(r[0]) {
+	case 2:
+		return ScheduleResult{}, ErrInFlight
+	case 1:
+		return ScheduleResult{Due: msTime(toMS(r[1])), Created: true}, nil
+	}
+	return ScheduleResult{Due: msTime(toMS(r[1]))}, nil
+}
+
+func (q *Queue) checkOp(id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if q.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// RequeueDead revives the dead item id: it is due now (Redis TIME), with
+// attempts reset to 0 and its dead reason cleared. One round trip, O(log n).
+// It returns ErrNotFound for an unknown id, ErrNotDead when the item is
+// scheduled or in flight (nothing changes), ErrClosed after Close, or a
+// Redis/context error.
+func (q *Queue) RequeueDead(ctx context.Context, id string) error {
+	return q.deadOne(ctx, id, "requeue")
+}
+
+// DeleteDead deletes the dead item id. Outcomes as RequeueDead.
+func (q *Queue) DeleteDead(ctx context.Context, id string) error {
+	return q.deadOne(ctx, id, "delete")
+}
+
+func (q *Queue) deadOne(ctx context.Context, id, op string) error {
+	if err := q.checkOp(id); err != nil {
+		return err
+	}
+	r, err := q.run(ctx, scriptDeadOne, id, op)
+	if err != nil {
+		return err
+	}
+	switch toInt(r[0]) {
+	case 0:
+		return ErrNotFound
+	case 2:
+		return ErrNotDead
+	}
+	return nil
+}
+
+// RequeueAllDead revives every item that was dead when it was called, in
+// order of death, as RequeueDead does, and returns how many. It works in
+// batches: each batch is one atomic script of a few hundred items (bounded
+// work, so consumers are not stalled), and items that die while it runs are
+// left dead. It returns ErrNoQueue when the queue has no data, ErrClosed
+// after Close, or a Redis/context error together with the number revived
+// until then.
+func (q *Queue) RequeueAllDead(ctx context.Context) (int64, error) {
+	return q.batches(ctx, "requeue")
+}
+
+// DeleteAllDead deletes every item that was dead when it was called and
+// returns how many; batches and outcomes as RequeueAllDead.
+func (q *Queue) DeleteAllDead(ctx context.Context) (int64, error) {
+	return q.batches(ctx, "deldead")
+}
+
+// Purge empties one state and returns how many items it changed: scheduled
+// and dead items are deleted; in-flight items are marked as Cancel marks them
+// (their consumers' Ack or Nack deletes them and expired leases are not
+// retried), and only those not marked before are counted. It handles the
+// items in the state when it was called, in batches as RequeueAllDead (items
+// that arrive meanwhile may or may not be included). Outcomes as
+// RequeueAllDead.
+func (q *Queue) Purge(ctx context.Context, state State) (int64, error) {
+	switch state {
+	case StateScheduled:
+		return q.batches(ctx, "purge_s")
+	case StateInFlight:
+		// Marking leaves items in place, so items acked meanwhile shift the
+		// ranks of the rest: a second pass marks any that were skipped.
+		n, err := q.batches(ctx, "mark")
+		if err == nil {
+			var more int64
+			more, err = q.runBatches(ctx, "mark")
+			n += more
+		}
+		return n, err
+	case StateDead:
+		return q.batches(ctx, "deldead")
+	}
+	return 0, fmt.Errorf("redisq: bad state %d", int(state))
+}
+
+// batches runs scriptBulk's op until it has examined as many items as the
+// state held at the start, and returns the number changed.
+func (q *Queue) batches(ctx context.Context, op string) (int64, error) {
+	if q.isClosed() {
+		return 0, ErrClosed
+	}
+	if ok, err := q.Exists(ctx); err != nil || !ok {
+		if err == nil {
+			err = ErrNoQueue
+		}
+		return 0, err
+	}
+	return q.runBatches(ctx, op)
+}
+
+func (q *Queue) runBatches(ctx context.Context, op string) (int64, error) {
+	var examined, changed, budget int64 = 0, 0, adminBatch
+	for first := true; examined < budget; first = false {
+		r, err := q.run(ctx, scriptBulk, op, min(adminBatch, budget-examined), examined)
+		if err != nil {
+			return changed, err
+		}
+		n := toInt(r[0])
+		if first {
+			budget = toInt(r[1])
+		}
+		changed += toInt(r[2])
+		if n == 0 {
+			break
+		}
+		// Marking goes on from offset examined; the other ops remove the
+		// items from the zset, so their next batch starts at its head.
+		examined += n
+	}
+	return changed, nil
+}
+
+// Destroy deletes every key of the queue: its items in every state, the
+// counters, the lateness histogram, the sequence, the wake marker and timer,
+// ack tombstones and waiters' private wake keys, so that nothing of it is
+// left in Redis. It returns the number of keys deleted, or ErrNoQueue (and
+// changes nothing) when no key of the queue exists. Items are removed in
+// atomic batches as Purge does, the rest with SCAN (pages of 1000 keys)
+// and DEL, so Destroy is safe on a busy server; stop the queue's producers
+// and consumers first, or what they do meanwhile (a Take re-arming the
+// marker, an Enqueue) is left behind. The Queue stays usable: using it
+// creates the queue again. Works after Close. Destroy needs a
+// *redis.Client, *redis.ClusterClient or *redis.Ring (for SCAN).
+func (q *Queue) Destroy(ctx context.Context) (int64, error) {
+	var deleted int64
+	for _, op := range []string{"destroy_s", "destroy_l", "destroy_d"} {
+		n, err := q.runBatches(ctx, op)
+		deleted += n
+		if err != nil {
+			return deleted, err
+		}
+	}
+	prefix := q.keys[0][:len(q.keys[0])-len("sched")] // "{dq:NAME}:"
+	err := scanKeys(ctx, q.client, globEscape(prefix)+"*", func(keys []string) error {
+		n, err := q.client.Del(ctx, keys...).Result()
+		deleted += n
+		return err
+	})
+	if err == nil && deleted == 0 {
+		err = ErrNoQueue
+	}
+	return deleted, err
+}

@@ -1,0 +1,181 @@
+package redisq
+
+import "github.com/redis/go-redis/v9"
+
+// The inspection and admin scripts. They take the same KEYS and ARGV[1] as
+// the scripts in scripts.go (see there), and every one does bounded work:
+// O(limit · log n) for a page or batch, O(log n) for one item.
+
+// luaItem defines append_item(out, id, score, withp): it appends one item's
+// fields to out in the order itemStride documents. The lease token is never
+// read.
+const luaItem = `
+local function zset_of(st)
+  if st == 's' then return KEYS[1] elseif st == 'l' then return KEYS[2] end
+  return KEYS[3]
+end
+local function append_item(out, id, score, withp)
+  local h = ARGV[1] .. id
+  local f = redis.call('HMGET', h, 'st', 'due', 'att', 'dl', 'enq', 'can', 'why')
+  out[#out + 1] = id
+  out[#out + 1] = score
+  for i = 1, 7 do out[#out + 1] = f[i] or '' end
+  out[#out + 1] = redis.call('HSTRLEN', h, 'p')
+  if withp then out[#out + 1] = redis.call('HGET', h, 'p') or '' else out[#out + 1] = '' end
+end
+`
+
+// itemStride is the number of reply elements per item from append_item: id,
+// zset score, st, due, att, dl, enq, can, why, payload size, payload.
+const itemStride = 11
+
+// list: ARGV[2] state code (s/l/d), ARGV[3] offset, ARGV[4] limit, ARGV[5]
+// "1" for payloads, ARGV[6] "1" for reverse order. Returns {now, total,
+// item...}.
+var scriptList = redis.NewScript(luaCommon + luaItem + `
+local z = zset_of(ARGV[2])
+local off = tonumber(ARGV[3])
+local lim = tonumber(ARGV[4])
+local mems
+if ARGV[6] == '1' then
+  mems = redis.call('ZRANGE', z, off, off + lim - 1, 'REV', 'WITHSCORES')
+else
+  mems = redis.call('ZRANGE', z, off, off + lim - 1, 'WITHSCORES')
+end
+local out = {now_ms(), redis.call('ZCARD', z)}
+for i = 1, #mems, 2 do
+  append_item(out, string.sub(mems[i], 18), mems[i + 1], ARGV[5] == '1')
+end
+return out
+`)
+
+// get: ARGV[2] id. Returns {now} when not found, else {now, item} with the
+// payload.
+var scriptGet = redis.NewScript(luaCommon + luaItem + `
+local out = {(now_ms())}
+local f = redis.call('HMGET', ARGV[1] .. ARGV[2], 'st', 'mem')
+if not f[1] then return out end
+local score = redis.call('ZSCORE', zset_of(f[1]), f[2]) or ''
+append_item(out, ARGV[2], score, true)
+return out
+`)
+
+// due histogram: ARGV[2] bucket width ms, ARGV[3] buckets. Returns {now,
+// overdue, c1, ..., cN, later} where ci counts due times in
+// (now+(i-1)w, now+iw].
+var scriptDueHistogram = redis.NewScript(luaCommon + `
+local now = now_ms()
+local w = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local out = {now, redis.call('ZCOUNT', KEYS[1], '-inf', now)}
+for i = 1, n do
+  out[#out + 1] = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now + (i - 1) * w),
+    string.format('%d', now + i * w))
+end
+out[#out + 1] = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now + n * w), '+inf')
+return out
+`)
+
+// luaRevive defines revive(h, id, mem, now): a dead item goes back to
+// sched, due now, with attempts reset.
+const luaRevive = `
+local function revive(h, id, mem, now)
+  unsched(h, 'd', mem)
+  to_sched(h, id, now)
+  redis.call('HINCRBY', KEYS[5], 'requeued', 1)
+end
+`
+
+// dead one: ARGV[2] id, ARGV[3] "requeue"|"delete". {0} not found, {1} done,
+// {2} not dead.
+var scriptDeadOne = redis.NewScript(luaCommon + luaRevive + `
+local h = ARGV[1] .. ARGV[2]
+local f = redis.call('HMGET', h, 'st', 'mem')
+if not f[1] then return {0} end
+if f[1] ~= 'd' then return {2} end
+if ARGV[3] == 'delete' then
+  redis.call('ZREM', KEYS[3], f[2])
+  redis.call('DEL', h)
+  redis.call('HINCRBY', KEYS[5], 'deleted', 1)
+else
+  revive(h, ARGV[2], f[2], (now_ms()))
+end
+return {1}
+`)
+
+// batch: ARGV[2] op, ARGV[3] limit, ARGV[4] offset (mark only). Ops:
+// "requeue" revives the oldest dead items, "deldead"/"purge_s" delete the
+// first dead/scheduled items, "mark" marks in-flight items from offset as
+// cancelled, "destroy_s"/"destroy_l"/"destroy_d" delete the first items of
+// a state without counting (Destroy). Returns {examined, size of the zset
+// before, changed}.
+var scriptBulk = redis.NewScript(luaCommon + luaRevive + `
+local op = ARGV[2]
+local lim = tonumber(ARGV[3])
+local off = tonumber(ARGV[4])
+local z = KEYS[3]
+if op == 'purge_s' or op == 'destroy_s' then z = KEYS[1]
+elseif op == 'mark' or op == 'destroy_l' then z = KEYS[2] end
+if op ~= 'mark' then off = 0 end
+local card = redis.call('ZCARD', z)
+local mems = redis.call('ZRANGE', z, off, off + lim - 1)
+local now = now_ms()
+local changed = 0
+for _, mem in ipairs(mems) do
+  local id = string.sub(mem, 18)
+  local h = ARGV[1] .. id
+  if op == 'mark' then
+    if redis.call('HGET', h, 'can') ~= '1' then
+      redis.call('HSET', h, 'can', 1)
+      changed = changed + 1
+    end
+  elseif op == 'requeue' then
+    revive(h, id, mem, now)
+    changed = changed + 1
+  else
+    redis.call('ZREM', z, mem)
+    redis.call('DEL', h)
+    changed = changed + 1
+  end
+end
+if op == 'deldead' or op == 'purge_s' then
+  redis.call('HINCRBY', KEYS[5], 'deleted', changed)
+end
+return {#mems, card, changed}
+`)
+
+// schedule (upsert): ARGV[2] id, ARGV[3] payload, ARGV[4] "at" (ARGV[5] due
+// ms) or "after" (ARGV[5] delay us). {1, due} created, {3, due} replaced (a dead item is revived
+// with attempts reset), {2} in flight (nothing changed).
+var scriptSchedule = redis.NewScript(luaCommon + `
+local h = ARGV[1] .. ARGV[2]
+local f = redis.call('HMGET', h, 'st', 'mem')
+if f[1] == 'l' then return {2} end
+local now, frac = now_ms()
+local due = tonumber(ARGV[5])
+if ARGV[4] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
+if not f[1] then
+  redis.call('HSET', h, 'p', ARGV[3], 'att', 0, 'enq', now)
+  redis.call('HINCRBY', KEYS[5], 'enqueued', 1)
+  to_sched(h, ARGV[2], due)
+  return {1, due}
+end
+unsched(h, f[1], f[2])
+redis.call('HSET', h, 'p', ARGV[3])
+to_sched(h, ARGV[2], due)
+redis.call('HINCRBY', KEYS[5], 'rescheduled', 1)
+return {3, due}
+`)
+
+// dead-letter: ARGV[2] id, ARGV[3] token, ARGV[4] reason. {0} lease lost,
+// {2} dead-lettered, {3} deleted because it was cancelled while in flight.
+var scriptDeadLetter = redis.NewScript(luaCommon + luaLease + `
+redis.call('ZREM', KEYS[2], f[4])
+if f[6] == '1' then
+  redis.call('DEL', h)
+  redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
+  return {3}
+end
+to_dead(h, f[4], now, ARGV[4])
+return {2}
+`)

@@ -1,0 +1,360 @@
+package redisq
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// State is the state of an item: scheduled (waiting for its due time, or
+// due and not yet claimed), in flight (leased to a consumer) or dead.
+type State int
+
+const (
+	StateScheduled State = iota + 1
+	StateInFlight
+	StateDead
+)
+
+// States lists every State, in the order items move through them.
+var States = []State{StateScheduled, StateInFlight, StateDead}
+
+// String returns "scheduled", "inflight" or "dead".
+func (s State) String() string {
+	switch s {
+	case StateScheduled:
+		return "scheduled"
+	case StateInFlight:
+		return "inflight"
+	case StateDead:
+		return "dead"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseState parses a State's String form (also "in-flight", "leased").
+func ParseState(s string) (State, error) {
+	switch strings.ToLower(s) {
+	case "scheduled":
+		return StateScheduled, nil
+	case "inflight", "in-flight", "leased":
+		return StateInFlight, nil
+	case "dead":
+		return StateDead, nil
+	}
+	return 0, fmt.Errorf("redisq: unknown state %q (want scheduled, inflight or dead)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s State) MarshalText() ([]byte, error) {
+	if s < StateScheduled || s > StateDead {
+		return nil, fmt.Errorf("redisq: bad state %d", int(s))
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *State) UnmarshalText(b []byte) error {
+	v, err := ParseState(string(b))
+	*s = v
+	return err
+}
+
+// code is the state's value of the item hash field "st".
+func (s State) code() (string, error) {
+	switch s {
+	case StateScheduled:
+		return "s", nil
+	case StateInFlight:
+		return "l", nil
+	case StateDead:
+		return "d", nil
+	}
+	return "", fmt.Errorf("redisq: bad state %d", int(s))
+}
+
+func stateOf(code string) State {
+	switch code {
+	case "s":
+		return StateScheduled
+	case "l":
+		return StateInFlight
+	case "d":
+		return StateDead
+	}
+	return 0
+}
+
+// Item is a read-only view of one item, as List and Get return it. Times
+// are by the Redis clock, to the millisecond. The lease token is never read.
+type Item struct {
+	ID    string `json:"id"`
+	State State  `json:"state"`
+	// Due is when the item is (or, in flight and dead, was last) due.
+	Due      time.Time `json:"due"`
+	Attempts int       `json:"attempts"` // deliveries so far
+	// LeaseDeadline is when an in-flight item's lease ends; zero otherwise.
+	LeaseDeadline time.Time `json:"lease_deadline,omitzero"`
+	// Cancelled is set on an in-flight item that Cancel or Purge marked.
+	Cancelled bool      `json:"cancelled,omitempty"`
+	Enqueued  time.Time `json:"enqueued"` // when the id was first enqueued
+	// DiedAt and DeadReason are set on dead items: when and why they died
+	// ("max attempts: lease expired", "max attempts: nacked", "max
+	// attempts: " + a NackReason, or a DeadLetter reason).
+	DiedAt      time.Time `json:"died_at,omitzero"`
+	DeadReason  string    `json:"dead_reason,omitempty"`
+	PayloadSize int       `json:"payload_size"`
+	// Payload is set by Get, and by List with ListOptions.Payloads.
+	Payload []byte `json:"payload,omitempty"`
+}
+
+// toMS parses a millisecond value as the scripts reply it: an integer, or
+// a score or hash field that Redis formatted as a float.
+func toMS(v interface{}) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+			return n
+		}
+		f, err := strconv.ParseFloat(x, 64)
+		if err != nil || math.IsNaN(f) {
+			return 0
+		}
+		return int64(max(min(f, math.MaxInt64/2), math.MinInt64/2))
+	}
+	return 0
+}
+
+// itemFrom decodes one item of append_item's reply (itemStride elements).
+func itemFrom(r []interface{}) Item {
+	str := func(v interface{}) string { s, _ := v.(string); return s }
+	it := Item{
+		ID:          str(r[0]),
+		State:       stateOf(str(r[2])),
+		Due:         msTime(toMS(r[3])),
+		Attempts:    int(toInt(r[4])),
+		Cancelled:   str(r[7]) == "1",
+		Enqueued:    msTime(toMS(r[6])),
+		DeadReason:  str(r[8]),
+		PayloadSize: int(toInt(r[9])),
+	}
+	switch it.State {
+	case StateInFlight:
+		it.LeaseDeadline = msTime(toMS(r[5]))
+	case StateDead:
+		it.DiedAt = msTime(toMS(r[1]))
+	}
+	if p, ok := r[10].(string); ok && (p != "" || it.PayloadSize == 0) {
+		it.Payload = []byte(p)
+	}
+	return it
+}
+
+// MaxPage is the largest ListOptions.Limit.
+const MaxPage = 1000
+
+// ListOptions selects a page of List.
+type ListOptions struct {
+	Offset   int64 // items to skip from the start of the order (>= 0)
+	Limit    int   // items per page, 1..MaxPage; 0 means 100
+	Reverse  bool  // latest first: last due, last lease deadline, latest death
+	Payloads bool  // include each item's payload
+}
+
+// Page is one page of List.
+type Page struct {
+	Now   time.Time // Redis TIME when the page was read
+	Total int64     // items in the state when the page was read
+	Items []Item
+	// Next is the Offset of the following page, or -1 after the last one.
+	Next int64
+}
+
+// List returns one page of the items in state, in the state's order:
+// scheduled by due time (FIFO among equal due times), in flight by lease
+// deadline, dead by time of death; Reverse turns it around. One script call
+// (one round trip), O(log n + limit), so it is safe on a live queue; pages
+// are read at different moments, so an item that moves between two calls
+// can be missed or seen twice. Without Payloads, Item.Payload is nil and
+// PayloadSize still says how big it is. It returns ErrClosed after Close, an
+// error for a bad state or page, or a Redis/context error.
+func (q *Queue) List(ctx context.Context, state State, opt ListOptions) (Page, error) {
+	code, err := state.code()
+	if err != nil {
+		return Page{}, err
+	}
+	if opt.Limit == 0 {
+		opt.Limit = 100
+	}
+	if opt.Limit < 1 || opt.Limit > MaxPage || opt.Offset < 0 {
+		return Page{}, fmt.Errorf("redisq: bad page: offset %d, limit %d (want offset >= 0, limit 1..%d)", opt.Offset, opt.Limit, MaxPage)
+	}
+	if q.isClosed() {
+		return Page{}, ErrClosed
+	}
+	r, err := q.run(ctx, scriptList, code, opt.Offset, opt.Limit, flag(opt.Payloads), flag(opt.Reverse))
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Now: msTime(toInt(r[0])), Total: toInt(r[1]), Next: -1}
+	for i := 2; i+itemStride <= len(r); i += itemStride {
+		it := itemFrom(r[i : i+itemStride])
+		if !opt.Payloads {
+			it.Payload = nil
+		}
+		p.Items = append(p.Items, it)
+	}
+	if end := opt.Offset + int64(len(p.Items)); len(p.Items) == opt.Limit && end < p.Total {
+		p.Next = end
+	}
+	return p, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Get returns the item id in whatever state it is, with its payload. One
+// round trip, O(log n). It returns ErrNotFound for an unknown id, ErrClosed
+// after Close, or a Redis/context error.
+func (q *Queue) Get(ctx context.Context, id string) (Item, error) {
+	if err := checkID(id); err != nil {
+		return Item{}, err
+	}
+	if q.isClosed() {
+		return Item{}, ErrClosed
+	}
+	r, err := q.run(ctx, scriptGet, id)
+	if err != nil {
+		return Item{}, err
+	}
+	if len(r) < 1+itemStride {
+		return Item{}, ErrNotFound
+	}
+	return itemFrom(r[1 : 1+itemStride]), nil
+}
+
+// MaxDueBuckets is the most buckets DueHistogram counts.
+const MaxDueBuckets = 1000
+
+// DueHistogram counts scheduled items by due time, for a chart of what is
+// coming.
+type DueHistogram struct {
+	Now     time.Time     // Redis TIME of the count
+	Width   time.Duration // bucket width
+	Overdue int64         // due at or before Now (the backlog)
+	// Counts[i] counts items due after Now+i·Width, up to Now+(i+1)·Width.
+	Counts []int64
+	Later  int64 // due after Now+len(Counts)·Width
+}
+
+// DueHistogram counts the scheduled items in buckets of width (at least
+// 1ms; whole milliseconds) from Redis TIME on. It is one script call,
+// O(buckets · log n), with 1 <= buckets <= MaxDueBuckets. It returns
+// ErrClosed after Close, an error for bad arguments, or a Redis/context
+// error.
+func (q *Queue) DueHistogram(ctx context.Context, width time.Duration, buckets int) (DueHistogram, error) {
+	if width < time.Millisecond || buckets < 1 || buckets > MaxDueBuckets {
+		return DueHistogram{}, fmt.Errorf("redisq: bad due histogram: width %v, %d buckets (want >= 1ms, 1..%d)", width, buckets, MaxDueBuckets)
+	}
+	if q.isClosed() {
+		return DueHistogram{}, ErrClosed
+	}
+	w := width.Milliseconds()
+	r, err := q.run(ctx, scriptDueHistogram, w, buckets)
+	if err != nil {
+		return DueHistogram{}, err
+	}
+	h := DueHistogram{Now: msTime(toInt(r[0])), Width: time.Duration(w) * time.Millisecond, Overdue: toInt(r[1])}
+	for _, v := range r[2 : len(r)-1] {
+		h.Counts = append(h.Counts, toInt(v))
+	}
+	h.Later = toInt(r[len(r)-1])
+	return h, nil
+}
+
+// Exists reports whether the queue has any data in Redis: an item, a
+// counter or its sequence (a queue that was never used, or was destroyed,
+// does not exist). One round trip.
+func (q *Queue) Exists(ctx context.Context) (bool, error) {
+	k := q.keys
+	n, err := q.client.Exists(ctx, k[0], k[1], k[2], k[4], k[5], k[7]).Result()
+	return n > 0, err
+}
+
+// ListQueues returns the names of the queues on the server that c talks to,
+// sorted: every queue that has its sequence key ({dq:NAME}:seq, created by
+// the first Enqueue or Schedule and removed only by Destroy). It SCANs the
+// keyspace in pages of 1000 keys (many short commands, no long-running
+// one, so it is safe on a live server but takes time proportional to the
+// number of keys), on every master of a Cluster or every shard of a Ring.
+func ListQueues(ctx context.Context, c redis.UniversalClient) ([]string, error) {
+	set := map[string]bool{}
+	err := scanKeys(ctx, c, "{dq:*}:seq", func(keys []string) error {
+		for _, k := range keys {
+			name := strings.TrimSuffix(strings.TrimPrefix(k, "{dq:"), "}:seq")
+			// Names never hold braces (New refuses them); a key such as
+			// "{dq:a}:m:}:seq" is an item of queue "a", not a queue.
+			if name != "" && len(name)+len("{dq:}:seq") == len(k) && !strings.ContainsAny(name, "{}") {
+				set[name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// scanKeys SCANs every node that holds data for keys matching the glob
+// match, calling fn (serialized) with each non-empty page.
+func scanKeys(ctx context.Context, c redis.UniversalClient, match string, fn func([]string) error) error {
+	var mu sync.Mutex
+	scan := func(ctx context.Context, node *redis.Client) error {
+		var cur uint64
+		for {
+			ks, next, err := node.Scan(ctx, cur, match, 1000).Result()
+			if err != nil {
+				return err
+			}
+			if len(ks) > 0 {
+				mu.Lock()
+				err = fn(ks)
+				mu.Unlock()
+				if err != nil {
+					return err
+				}
+			}
+			if cur = next; cur == 0 {
+				return nil
+			}
+		}
+	}
+	switch v := c.(type) {
+	case *redis.Client:
+		return scan(ctx, v)
+	case *redis.ClusterClient:
+		return v.ForEachMaster(ctx, scan)
+	case *redis.Ring:
+		return v.ForEachShard(ctx, scan)
+	}
+	return fmt.Errorf("redisq: listing keys needs *redis.Client, *redis.ClusterClient or *redis.Ring, got %T", c)
+}

@@ -1,0 +1,125 @@
+package redisq
+
+import (
+	"context"
+	"time"
+)
+
+// NackOutcome says what a Nack did with the item.
+type NackOutcome int
+
+const (
+	// NackRetried: the item is scheduled again (NackResult.Due).
+	NackRetried NackOutcome = iota + 1
+	// NackDeadLettered: the item had max attempts and is now dead.
+	NackDeadLettered
+	// NackDropped: the item had been cancelled in flight and is deleted.
+	NackDropped
+)
+
+func (o NackOutcome) String() string {
+	switch o {
+	case NackRetried:
+		return "retried"
+	case NackDeadLettered:
+		return "dead-lettered"
+	case NackDropped:
+		return "dropped"
+	}
+	return "NackOutcome(?)"
+}
+
+// NackResult is what NackWith did.
+type NackResult struct {
+	Outcome NackOutcome
+	Due     time.Time // the redelivery due time (Redis clock) when retried
+}
+
+// NackOption configures NackWith.
+type NackOption func(*nackOptions)
+
+type nackOptions struct {
+	delayUS int64 // -1: the queue's backoff policy
+	reason  string
+}
+
+// NackDelay redelivers after d from Redis TIME instead of the backoff policy
+// (as NackAfter; d < 0 means 0).
+func NackDelay(d time.Duration) NackOption {
+	return func(o *nackOptions) { o.delayUS = delayUS(d) }
+}
+
+// NackReason records reason as the cause of death ("max attempts: " +
+// reason) if this Nack dead-letters the item. Reasons are truncated to
+// MaxReasonLen bytes.
+func NackReason(reason string) NackOption {
+	return func(o *nackOptions) { o.reason = reason }
+}
+
+// MaxReasonLen is the longest dead-letter reason stored; longer ones are
+// truncated.
+const MaxReasonLen = 1024
+
+func truncReason(r string) string {
+	if len(r) > MaxReasonLen {
+		return r[:MaxReasonLen]
+	}
+	return r
+}
+
+// NackWith is Nack (or NackAfter, with NackDelay) that reports what happened:
+// the item was retried (and when it is due), dead-lettered (it had max
+// attempts), or dropped (it was cancelled in flight). Blocking and errors as
+// Ack; on an error the result is zero.
+func (m *Message) NackWith(ctx context.Context, opts ...NackOption) (NackResult, error) {
+	o := nackOptions{delayUS: -1}
+	for _, f := range opts {
+		f(&o)
+	}
+	return m.nack(ctx, o.delayUS, truncReason(o.reason))
+}
+
+// DeadLetter moves the item to the dead set now, whatever its attempts,
+// recording reason (truncated to MaxReasonLen bytes; "" records
+// "dead-lettered by consumer") as the cause of death: use it for messages
+// that no retry can fix. An item cancelled in flight is deleted instead
+// (NackDropped). It returns NackDeadLettered or NackDropped; blocking and
+// errors as Ack.
+func (m *Message) DeadLetter(ctx context.Context, reason string) (NackOutcome, error) {
+	if reason == "" {
+		reason = "dead-lettered by consumer"
+	}
+	r, err := m.q.run(ctx, scriptDeadLetter, m.ID, m.token, truncReason(reason))
+	if err != nil {
+		return 0, err
+	}
+	switch toInt(r[0]) {
+	case 2:
+		return NackDeadLettered, nil
+	case 3:
+		return NackDropped, nil
+	}
+	return 0, ErrLeaseLost
+}
+
+// CancelOutcome says what Cancel did.
+type CancelOutcome int
+
+const (
+	// CancelRemoved: the item was scheduled or dead and is gone.
+	CancelRemoved CancelOutcome = iota + 1
+	// CancelMarked: the item is in flight and is now marked: its consumer's
+	// Ack, Nack or DeadLetter deletes it, and an expired lease is not
+	// retried. The consumer holding it may still act on it.
+	CancelMarked
+)
+
+func (o CancelOutcome) String() string {
+	switch o {
+	case CancelRemoved:
+		return "removed"
+	case CancelMarked:
+		return "marked in flight"
+	}
+	return "CancelOutcome(?)"
+}
