@@ -90,7 +90,8 @@ var lastQueueID atomic.Uint64
 // once: through Take, TakeBatch, Poll, DrainExpired, Remove, Drain,
 // DrainEntries or Shutdown.
 //
-// A Queue must be created with New. It is safe for concurrent use by
+// A Queue must be created with New: its zero value is not usable, and every
+// method panics on it with a message saying so. It is safe for concurrent use by
 // multiple goroutines. Under testing/synctest, a Queue belongs to the bubble
 // it was created in (its timer and channels do): create it inside the
 // bubble that uses it.
@@ -134,7 +135,9 @@ type Queue[T any] struct {
 func New[T any](opts ...Option) *Queue[T] {
 	var c config
 	for _, o := range opts {
-		o(&c)
+		if o != nil { // a nil Option (say, from a conditional list) is ignored
+			o(&c)
+		}
 	}
 	if c.capacity < 0 {
 		panic("delayqueue: WithCapacity with a negative capacity")
@@ -157,6 +160,14 @@ func New[T any](opts ...Option) *Queue[T] {
 // than overflowing.
 func (q *Queue[T]) tick(at time.Time) int64 { return int64(at.Sub(q.base)) }
 
+// mustNew fails fast on a Queue that New did not make: the zero Queue has
+// no clock base, timer or identity, and would misorder or crash later.
+func (q *Queue[T]) mustNew() {
+	if q.id == 0 {
+		panic("delayqueue: Queue used without New; create it with delayqueue.New")
+	}
+}
+
 // readClockLocked reads the clock and remembers the reading.
 func (q *Queue[T]) readClockLocked() int64 {
 	q.lastNow = int64(time.Since(q.base))
@@ -176,8 +187,17 @@ func (q *Queue[T]) headDueLocked() bool {
 // Offer adds v with deadline at and returns a handle to it. It never blocks.
 // It returns ErrClosed after Close, and ErrFull if the queue is bounded and
 // full.
+//
+// A deadline at or before now, including the zero time.Time, is due at once.
+// The queue keeps deadlines as nanoseconds from its creation in an int64, so
+// deadlines more than about 292 years before or after New (the zero time,
+// year 9999) are clamped to that range: a far-past one is still due at once
+// and a far-future one is never due, but Peek, Snapshot and Deadline then
+// report the clamped time (such as year 1734 or 2318), and clamped
+// deadlines at the same end tie, leaving in offer order.
 // The complexity is O(log n) where n = q.Len().
 func (q *Queue[T]) Offer(v T, at time.Time) (Handle, error) {
+	q.mustNew()
 	t := q.tick(at)
 	q.mu.Lock()
 	h, err := q.offerLocked(v, t)
@@ -210,6 +230,7 @@ func (q *Queue[T]) offerLocked(v T, at int64) (Handle, error) {
 // adding v, if ctx is already done), and ErrClosed if the queue is or
 // becomes closed first.
 func (q *Queue[T]) Put(ctx context.Context, v T, at time.Time) (Handle, error) {
+	q.mustNew()
 	if err := ctx.Err(); err != nil {
 		return Handle{}, err
 	}
@@ -267,6 +288,7 @@ func (q *Queue[T]) awaitLeaveLocked(ctx context.Context) error {
 // the item is either returned with a nil error or left in the queue: never
 // lost, never duplicated.
 func (q *Queue[T]) Take(ctx context.Context) (T, error) {
+	q.mustNew()
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -315,6 +337,7 @@ func (q *Queue[T]) waitTakeLocked(ctx context.Context, w **waiter) error {
 // the extended slice. Errors are as for Take; on error dst is returned
 // unchanged.
 func (q *Queue[T]) TakeBatch(ctx context.Context, dst []T, max int) ([]T, error) {
+	q.mustNew()
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
@@ -354,6 +377,7 @@ func (q *Queue[T]) popDueLocked(dst []T, max int) []T {
 
 // Poll removes and returns the head if it is due. It never blocks.
 func (q *Queue[T]) Poll() (T, bool) {
+	q.mustNew()
 	q.mu.Lock()
 	if !q.headDueLocked() {
 		q.mu.Unlock()
@@ -371,6 +395,7 @@ func (q *Queue[T]) Poll() (T, bool) {
 // DrainExpired appends up to max due items (all due items if max <= 0) to
 // dst in delivery order and returns the extended slice. It never blocks.
 func (q *Queue[T]) DrainExpired(dst []T, max int) []T {
+	q.mustNew()
 	q.mu.Lock()
 	dst = q.popDueLocked(dst, max)
 	q.mu.Unlock()
@@ -380,16 +405,18 @@ func (q *Queue[T]) DrainExpired(dst []T, max int) []T {
 // Peek returns the head, due or not, and its deadline, without removing it.
 // ok is false if the queue is empty. The deadline is the one given to Offer
 // as the queue's clock holds it: equal to it by time.Time.Equal, except for
-// deadlines more than 292 years from the queue's creation, which are
-// clamped.
+// deadlines more than about 292 years from the queue's creation (such as the
+// zero time or year 9999), which are clamped to that range (see Offer) and
+// returned without a monotonic clock reading.
 func (q *Queue[T]) Peek() (v T, at time.Time, ok bool) {
+	q.mustNew()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.heap.len() == 0 {
 		return v, at, false
 	}
 	h := q.heap.head()
-	return h.v, q.base.Add(time.Duration(h.at)), true
+	return h.v, q.deadlineOf(h.at), true
 }
 
 // Remove removes the item h refers to and returns it. It returns false if h
@@ -397,6 +424,7 @@ func (q *Queue[T]) Peek() (v T, at time.Time, ok bool) {
 // It wakes no blocked taker.
 // The complexity is O(log n) where n = q.Len().
 func (q *Queue[T]) Remove(h Handle) (T, bool) {
+	q.mustNew()
 	var zero T
 	if h.queue != q.id {
 		return zero, false
@@ -428,6 +456,7 @@ func (q *Queue[T]) removeLocked(i int) T {
 // blocked taker only if the item becomes a head earlier than the old one.
 // The complexity is O(log n) where n = q.Len().
 func (q *Queue[T]) Reschedule(h Handle, at time.Time) bool {
+	q.mustNew()
 	if h.queue != q.id {
 		return false
 	}
@@ -463,6 +492,7 @@ func (q *Queue[T]) rescheduleLocked(i int, t int64) {
 
 // Len returns the number of items queued, due or not.
 func (q *Queue[T]) Len() int {
+	q.mustNew()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.heap.len()
@@ -474,6 +504,7 @@ func (q *Queue[T]) Len() int {
 // working. Close is idempotent and safe to call from any goroutine. To let
 // takers finish what is due first, use Shutdown.
 func (q *Queue[T]) Close() {
+	q.mustNew()
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -491,6 +522,7 @@ func (q *Queue[T]) Close() {
 // Drain removes and returns every item, due or not, in delivery order. It
 // works whether the queue is open or closed, and returns nil if it is empty.
 func (q *Queue[T]) Drain() []T {
+	q.mustNew()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := q.heap.len()
@@ -508,6 +540,7 @@ func (q *Queue[T]) Drain() []T {
 
 // Stats returns a snapshot of the queue's counters.
 func (q *Queue[T]) Stats() Stats {
+	q.mustNew()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return Stats{
@@ -530,6 +563,7 @@ func (q *Queue[T]) Stats() Stats {
 //
 //	for v := range q.Consume(ctx) { handle(v) }
 func (q *Queue[T]) Consume(ctx context.Context) iter.Seq[T] {
+	q.mustNew()
 	return func(yield func(T) bool) {
 		for {
 			v, err := q.Take(ctx)

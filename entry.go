@@ -1,6 +1,7 @@
 package delayqueue
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -23,7 +24,15 @@ type Entry[T any] struct {
 }
 
 // deadlineOf turns a deadline on the queue's clock back into a time.Time.
-func (q *Queue[T]) deadlineOf(at int64) time.Time { return q.base.Add(time.Duration(at)) }
+// A deadline clamped at either end of the clock's range (see Offer) gets no
+// monotonic reading, which would print as an odd "m=-9223372036.854775808".
+func (q *Queue[T]) deadlineOf(at int64) time.Time {
+	t := q.base.Add(time.Duration(at))
+	if at == math.MinInt64 || at == math.MaxInt64 {
+		t = t.Round(0)
+	}
+	return t
+}
 
 // Snapshot returns every queued value with its deadline, in delivery order,
 // without removing anything; nil if the queue is empty. Offering the
@@ -32,6 +41,7 @@ func (q *Queue[T]) deadlineOf(at int64) time.Time { return q.base.Add(time.Durat
 // It holds the queue's lock only to copy the items; sorting them costs
 // O(n log n) outside it.
 func (q *Queue[T]) Snapshot() []Entry[T] {
+	q.mustNew()
 	q.mu.Lock()
 	nodes := slices.Clone(q.heap.nodes)
 	q.mu.Unlock()
@@ -50,6 +60,7 @@ func (q *Queue[T]) Snapshot() []Entry[T] {
 // every item, due or not, and returns them in delivery order (nil if the
 // queue is empty), open or closed.
 func (q *Queue[T]) DrainEntries() []Entry[T] {
+	q.mustNew()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.drainEntriesLocked()
@@ -73,6 +84,7 @@ func (q *Queue[T]) drainEntriesLocked() []Entry[T] {
 // Deadline returns the deadline of the item h refers to, as Peek returns a
 // deadline. It returns false as Remove does.
 func (q *Queue[T]) Deadline(h Handle) (time.Time, bool) {
+	q.mustNew()
 	if h.queue != q.id {
 		return time.Time{}, false
 	}

@@ -25,6 +25,7 @@ import "context"
 // queued, if any. Remove, Reschedule, Peek, Len and Stats keep working
 // throughout.
 func (q *Queue[T]) Shutdown(ctx context.Context) ([]Entry[T], error) {
+	q.mustNew()
 	q.mu.Lock()
 	if !q.stopping {
 		q.stopping = true
