@@ -406,8 +406,7 @@ func (q *Queue[T]) DrainExpired(dst []T, max int) []T {
 // ok is false if the queue is empty. The deadline is the one given to Offer
 // as the queue's clock holds it: equal to it by time.Time.Equal, except for
 // deadlines more than about 292 years from the queue's creation (such as the
-// zero time or year 9999), which are clamped to that range (see Offer) and
-// returned without a monotonic clock reading.
+// zero time or year 9999), which are clamped to that range (see Offer).
 func (q *Queue[T]) Peek() (v T, at time.Time, ok bool) {
 	q.mustNew()
 	q.mu.Lock()

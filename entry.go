@@ -1,7 +1,6 @@
 package delayqueue
 
 import (
-	"math"
 	"slices"
 	"time"
 )
@@ -24,15 +23,10 @@ type Entry[T any] struct {
 }
 
 // deadlineOf turns a deadline on the queue's clock back into a time.Time.
-// A deadline clamped at either end of the clock's range (see Offer) gets no
-// monotonic reading, which would print as an odd "m=-9223372036.854775808".
-func (q *Queue[T]) deadlineOf(at int64) time.Time {
-	t := q.base.Add(time.Duration(at))
-	if at == math.MinInt64 || at == math.MaxInt64 {
-		t = t.Round(0)
-	}
-	return t
-}
+// A deadline clamped at either end of the clock's range (see Offer) lies
+// outside the years a monotonic reading can go with (1885-2157), so Add
+// drops the reading and it prints as a plain date.
+func (q *Queue[T]) deadlineOf(at int64) time.Time { return q.base.Add(time.Duration(at)) }
 
 // Snapshot returns every queued value with its deadline, in delivery order,
 // without removing anything; nil if the queue is empty. Offering the
