@@ -1,12 +1,11 @@
-# The project's commands. `make test` is the test command the README gives
-# and .ci/run calls: `go test -race ./...` in every module of the repository.
-# redisq's tests (and the example's Redis test) start their own redis-server,
-# so redis-server must be on PATH.
+# The project's commands. The test command the README gives, and .ci/run
+# calls, is scripts/test.sh (go test -race in every module; it installs
+# redis-server when it can); `make test` runs it too.
 MODULES := . redisq dqprom examples cmd
 
 .PHONY: test vet bench-smoke example
 test:
-	@set -e; for m in $(MODULES); do echo "go test -race ./... ($$m)"; (cd $$m && go test -race ./...); done
+	@./scripts/test.sh
 
 vet:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
