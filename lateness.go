@@ -17,12 +17,11 @@ import (
 //
 // TakeBatch and DrainExpired read the clock once per call, so their items'
 // lateness is measured from when the batch was taken. Take and Poll read it
-// only when the head's deadline is past the queue's latest reading (a due
-// check against a reading that already covers the deadline needs none), so
-// while single takes work through a backlog of items that fell due before
-// that reading, their lateness is measured against it and comes out short
-// by up to the time since; it is exact whenever the taker keeps up, as a
-// blocked taker woken for its item does. An item with the zero deadline
+// when the head's deadline is past the queue's latest reading, and
+// otherwise reuse that reading for at most 32 items in a row, so single
+// takes working through a backlog are measured against a reading at most
+// 32 hand-outs old (about 3 µs of work), never one from before the backlog,
+// at one clock read per 32 items. An item with the zero deadline
 // counts as due since year 1, in the overflow bucket.
 
 // Histogram buckets: [0, 2^latMinExp ns), then each power-of-two range

@@ -189,3 +189,44 @@ func TestHistogramQuantileOutOfRangePanics(t *testing.T) {
 		assert.PanicsWithValue(t, "delayqueue: Histogram.Quantile outside [0, 1]", func() { h.Quantile(q) })
 	}
 }
+
+// Regression: single Polls (and Takes) working through a backlog measured
+// every item against the clock reading taken when the backlog was first
+// found due, so Stats read low by up to the backlog's age (dqbench -batch 1
+// disagreed with its own measurement). The reading they reuse is now at
+// most 32 hand-outs old: of 100 items due at 1 ms, Polled one at a time
+// after 10 ms and then after 60 ms, at most 32 more read 9 ms late; the
+// rest read 59 ms.
+func TestLatenessSingleTakesThroughBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := dq.New[int]()
+		defer q.Close()
+		start := time.Now()
+		for i := range 100 {
+			_, err := q.Offer(i, start.Add(time.Millisecond))
+			require.NoError(t, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		_, ok := q.Poll() // reads the clock: 9 ms late
+		require.True(t, ok)
+		time.Sleep(50 * time.Millisecond)
+		for range 99 {
+			_, ok := q.Poll()
+			require.True(t, ok)
+		}
+		h := q.Stats().Lateness
+		require.EqualValues(t, 100, h.Count)
+		var early, late uint64
+		for b := range h.Buckets() {
+			switch {
+			case b.Hi <= 10*time.Millisecond:
+				early += b.Count
+			case b.Lo >= 55*time.Millisecond:
+				late += b.Count
+			}
+		}
+		assert.LessOrEqual(t, early, uint64(1+32), "items measured against the 10 ms reading")
+		assert.GreaterOrEqual(t, late, uint64(100-1-32), "items measured against a reading after the 60 ms")
+		assert.Equal(t, 59*time.Millisecond, h.Max)
+	})
+}

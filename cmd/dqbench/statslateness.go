@@ -16,10 +16,6 @@ import (
 // hand-off between the queue's reading and the consumer's, which the queue
 // does not see: unlocking and returning (statsSlack), and for a batch the
 // popping of the whole batch after the reading (statsSlackPerItem each).
-//
-// Single Takes working through a backlog are measured against the queue's
-// latest reading, which can predate the backlog (see delayqueue's Lateness
-// doc): then Stats reads low, and the line says so.
 
 const (
 	statsSlack        = 20 * time.Microsecond
@@ -69,10 +65,7 @@ func writeStatsLateness(w io.Writer, rs []Result, batch int) {
 		}
 		worst, at := statsAgreement(m, s, slack)
 		verdict := "agree"
-		switch {
-		case worst > 1 && batch <= 1:
-			verdict = fmt.Sprintf("DISAGREE at %s (single Takes through a backlog: Stats reads low)", at)
-		case worst > 1:
+		if worst > 1 {
 			verdict = fmt.Sprintf("DISAGREE at %s", at)
 		}
 		fmt.Fprintf(w, "Stats.Lateness: %s: p50 %s p90 %s p99 %s max %s (%d items; measured p50 %s p90 %s p99 %s): %s within 6.25%% + %v\n",
