@@ -2,6 +2,7 @@ package delayqueue_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"pgregory.net/rapid"
 )
 
 // Helpers shared by the core's tests, and the leak check over all of them.
@@ -87,4 +89,80 @@ func checkAccounting[T any](t testing.TB, q *dq.Queue[T]) {
 	assert.Equal(t, s.Offered, s.Taken+s.Removed+s.Drained+uint64(s.Len),
 		"Offered == Taken + Removed + Drained + Len: %+v", s)
 	assert.NoError(t, dq.CheckQueue(q))
+}
+
+// smTakers runs the blocked takers of a rapid state machine (queueSM,
+// keyedSM): each taker calls Take in its own goroutine, sends one result R,
+// then a token on done. The machine's settle collects the results and
+// forgets each taker that returned.
+type smTakers[R any] struct {
+	takers    map[int]context.CancelFunc // live blocked takers
+	cancelled map[int]bool
+	nextTaker int
+	results   chan R
+	done      chan struct{} // one token per finished taker
+}
+
+func newSMTakers[R any]() smTakers[R] {
+	return smTakers[R]{
+		takers:    map[int]context.CancelFunc{},
+		cancelled: map[int]bool{},
+		results:   make(chan R, 1000),
+		done:      make(chan struct{}, 1000),
+	}
+}
+
+// startTaker starts taker number id, which runs take.
+func (s *smTakers[R]) startTaker(take func(ctx context.Context, id int) R) {
+	id := s.nextTaker
+	s.nextTaker++
+	ctx, cancel := context.WithCancel(context.Background())
+	s.takers[id] = cancel
+	go func() {
+		defer func() { s.done <- struct{}{} }()
+		s.results <- take(ctx, id)
+	}()
+}
+
+// cancelTaker cancels a live taker drawn by t (or skips the step), settles,
+// and checks that the taker returned.
+func (s *smTakers[R]) cancelTaker(t *rapid.T, settle func(*rapid.T)) {
+	var ids []int
+	for id := range s.takers {
+		if !s.cancelled[id] {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		t.Skip("no taker")
+	}
+	slices.Sort(ids)
+	id := rapid.SampledFrom(ids).Draw(t, "taker")
+	s.cancelled[id] = true
+	s.takers[id]()
+	settle(t)
+	if _, ok := s.takers[id]; ok {
+		t.Fatalf("cancelled taker %d did not return", id)
+	}
+}
+
+// waitTakers waits until every taker started has finished; call it after
+// Close.
+func (s *smTakers[R]) waitTakers() {
+	for range s.nextTaker {
+		<-s.done
+	}
+}
+
+// advance moves the bubble's fake clock by a few drawn milliseconds, at
+// times a nanosecond either side, so deadlines are crossed exactly and by
+// the least step.
+func advance(t *rapid.T) {
+	d := time.Duration(rapid.IntRange(0, 6).Draw(t, "ms")) * time.Millisecond
+	if rapid.Bool().Draw(t, "ns") {
+		d += time.Duration(rapid.IntRange(-1, 1).Draw(t, "dns"))
+	}
+	if d > 0 {
+		time.Sleep(d)
+	}
 }
