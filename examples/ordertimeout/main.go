@@ -42,9 +42,7 @@ func main() {
 	redisAddr := flag.String("redis", "", "run the scenario on the Redis backend (redisq) at this `host:port`")
 	metrics := flag.String("metrics", "", "serve Prometheus metrics of the queue at http://`host:port`/metrics while the scenario runs")
 	flag.Usage = func() {
-		out := flag.CommandLine.Output()
-		fmt.Fprintln(out, "ordertimeout places orders with a payment timeout on a delay queue and cancels each unpaid one the moment its timeout passes.")
-		fmt.Fprintln(out, "\nUsage: ordertimeout [flags]")
+		fmt.Fprint(flag.CommandLine.Output(), "ordertimeout places orders with a payment timeout on a delay queue and cancels each unpaid one the moment its timeout passes.\n\nUsage: ordertimeout [flags]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
