@@ -186,11 +186,7 @@ type queueSM struct {
 	nextID  int
 	seq     int
 
-	takers    map[int]context.CancelFunc // live blocked takers
-	cancelled map[int]bool
-	nextTaker int
-	results   chan takerResult
-	done      chan struct{} // one token per finished taker
+	smTakers[takerResult]
 
 	offered, taken, removed uint64
 }
@@ -384,36 +380,13 @@ func (m *queueSM) actions() map[string]func(*rapid.T) {
 			m.settle(t)
 		},
 		"Take": func(t *rapid.T) {
-			id := m.nextTaker
-			m.nextTaker++
-			ctx, cancel := context.WithCancel(context.Background())
-			m.takers[id] = cancel
-			go func() {
-				defer func() { m.done <- struct{}{} }()
+			m.startTaker(func(ctx context.Context, id int) takerResult {
 				v, err := m.q.Take(ctx)
-				m.results <- takerResult{id, v, err, time.Since(m.start)}
-			}()
+				return takerResult{id, v, err, time.Since(m.start)}
+			})
 			m.settle(t)
 		},
-		"CancelTake": func(t *rapid.T) {
-			var ids []int
-			for id := range m.takers {
-				if !m.cancelled[id] {
-					ids = append(ids, id)
-				}
-			}
-			if len(ids) == 0 {
-				t.Skip("no taker")
-			}
-			slices.Sort(ids)
-			id := rapid.SampledFrom(ids).Draw(t, "taker")
-			m.cancelled[id] = true
-			m.takers[id]()
-			m.settle(t)
-			if _, ok := m.takers[id]; ok {
-				t.Fatalf("cancelled taker %d did not return", id)
-			}
-		},
+		"CancelTake": func(t *rapid.T) { m.cancelTaker(t, m.settle) },
 		"Remove": func(t *rapid.T) {
 			if len(m.items) == 0 {
 				t.Skip("empty")
@@ -463,13 +436,7 @@ func (m *queueSM) actions() map[string]func(*rapid.T) {
 			m.reschedule(t, k, it)
 		},
 		"Advance": func(t *rapid.T) {
-			d := time.Duration(rapid.IntRange(0, 6).Draw(t, "ms")) * time.Millisecond
-			if rapid.Bool().Draw(t, "ns") {
-				d += time.Duration(rapid.IntRange(-1, 1).Draw(t, "dns"))
-			}
-			if d > 0 {
-				time.Sleep(d)
-			}
+			advance(t)
 			m.settle(t)
 		},
 		"NearSeqWrap": func(t *rapid.T) {
@@ -485,13 +452,10 @@ func TestQueueStateMachine(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		rapid.SyncTest(t, func(t *rapid.T) {
 			m := &queueSM{
-				q:         dq.New[int](),
-				other:     dq.New[int](),
-				start:     time.Now(),
-				takers:    map[int]context.CancelFunc{},
-				cancelled: map[int]bool{},
-				results:   make(chan takerResult, 1000),
-				done:      make(chan struct{}, 1000),
+				q:        dq.New[int](),
+				other:    dq.New[int](),
+				start:    time.Now(),
+				smTakers: newSMTakers[takerResult](),
 			}
 			if rapid.Bool().Draw(t, "nearWrap") {
 				dq.SetNextSeq(m.q, math.MaxUint32-rapid.Uint32Range(0, 10).Draw(t, "wrapIn"))
@@ -503,9 +467,7 @@ func TestQueueStateMachine(t *testing.T) {
 			// Whatever happens, end every taker so the bubble can exit.
 			defer func() {
 				m.q.Close()
-				for range m.nextTaker {
-					<-m.done
-				}
+				m.waitTakers()
 			}()
 			t.Repeat(m.actions())
 

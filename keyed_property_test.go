@@ -42,11 +42,7 @@ type keyedSM struct {
 	nextV    int
 	seq      int
 
-	takers    map[int]context.CancelFunc
-	cancelled map[int]bool
-	nextTaker int
-	results   chan kTakerResult
-	done      chan struct{}
+	smTakers[kTakerResult]
 
 	offered, taken, removed, rescheduled uint64
 }
@@ -266,37 +262,15 @@ func (m *keyedSM) actions() map[string]func(*rapid.T) {
 			m.settle(t)
 		},
 		"Take": func(t *rapid.T) {
-			id := m.nextTaker
-			m.nextTaker++
-			ctx, cancel := context.WithCancel(context.Background())
-			m.takers[id] = cancel
-			go func() {
-				defer func() { m.done <- struct{}{} }()
+			m.startTaker(func(ctx context.Context, id int) kTakerResult {
 				key, v, err := m.q.Take(ctx)
-				m.results <- kTakerResult{id, key, v, err, time.Since(m.start)}
-			}()
+				return kTakerResult{id, key, v, err, time.Since(m.start)}
+			})
 			m.settle(t)
 		},
-		"CancelTake": func(t *rapid.T) {
-			var ids []int
-			for id := range m.takers {
-				if !m.cancelled[id] {
-					ids = append(ids, id)
-				}
-			}
-			if len(ids) == 0 {
-				t.Skip("no taker")
-			}
-			slices.Sort(ids)
-			id := rapid.SampledFrom(ids).Draw(t, "taker")
-			m.cancelled[id] = true
-			m.takers[id]()
-			m.settle(t)
-		},
+		"CancelTake": func(t *rapid.T) { m.cancelTaker(t, m.settle) },
 		"Advance": func(t *rapid.T) {
-			if d := time.Duration(rapid.IntRange(0, 6).Draw(t, "ms")) * time.Millisecond; d > 0 {
-				time.Sleep(d)
-			}
+			advance(t)
 			m.settle(t)
 		},
 		"": m.check,
@@ -307,19 +281,14 @@ func TestKeyedStateMachine(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		rapid.SyncTest(t, func(t *rapid.T) {
 			m := &keyedSM{
-				capacity:  rapid.IntRange(0, 4).Draw(t, "capacity"),
-				start:     time.Now(),
-				takers:    map[int]context.CancelFunc{},
-				cancelled: map[int]bool{},
-				results:   make(chan kTakerResult, 1000),
-				done:      make(chan struct{}, 1000),
+				capacity: rapid.IntRange(0, 4).Draw(t, "capacity"),
+				start:    time.Now(),
+				smTakers: newSMTakers[kTakerResult](),
 			}
 			m.q = dq.NewKeyed[int, int](dq.WithCapacity(m.capacity))
 			defer func() {
 				m.q.Close()
-				for range m.nextTaker {
-					<-m.done
-				}
+				m.waitTakers()
 			}()
 			t.Repeat(m.actions())
 

@@ -126,6 +126,12 @@ func main() {
 	flag.StringVar(&o.jsonPath, "json", "", "write results as JSON to this file")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Uint64Var(&o.seed, "seed", 1, "random seed for deadlines and floor delays")
+	flag.Usage = func() {
+		out := flag.CommandLine.Output()
+		fmt.Fprintln(out, "dqbench measures delayqueue end to end (lateness, throughput, CPU, memory) next to the alternatives and the Redis backend.")
+		fmt.Fprintln(out, "\nUsage: dqbench [flags]")
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	o.set = map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })

@@ -123,6 +123,10 @@ func (rep *Report) print(w io.Writer, o *options) {
 			}
 			t.add(row)
 		}
+		fmt.Fprintln(w, "p50..max: lateness = delivery time - deadline; lower is better")
+		if o.md {
+			fmt.Fprintln(w)
+		}
 		t.write(w)
 		fmt.Fprintln(w)
 		notes(w, rows)

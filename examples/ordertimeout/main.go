@@ -6,14 +6,10 @@
 //	go run ./examples/ordertimeout
 //	go run ./examples/ordertimeout -orders 20000 -timeout 2s -paid 0.7 -v
 //
-// With -redis the same scenario runs on the Redis backend (redisq): payment
-// is Cancel, and the canceller is a consumer blocked in Take that Acks each
-// expired order. With -workers N the canceller runs in N separate processes
-// sharing the queue (this binary, re-executed), and the summary shows that
-// each expired order was cancelled exactly once across them (see redis.go):
+// With -redis the same scenario runs on the Redis backend, redisq (see
+// redis.go): paying is Cancel, and the canceller Acks each expired order.
 //
 //	go run ./examples/ordertimeout -redis 127.0.0.1:6379
-//	go run ./examples/ordertimeout -redis 127.0.0.1:6379 -workers 2
 package main
 
 import (
@@ -44,62 +40,31 @@ func main() {
 	paidFrac := flag.Float64("paid", 0.6, "fraction of orders that pay before their timeout")
 	verbose := flag.Bool("v", false, "print every event, not just the first few")
 	redisAddr := flag.String("redis", "", "run the scenario on the Redis backend (redisq) at this `host:port`")
-	workers := flag.Int("workers", 0, "with -redis: cancel expired orders in this many separate worker processes")
-	workerOf := flag.String(workerFlag, "", "hidden: run as a worker process consuming this queue")
 	metrics := flag.String("metrics", "", "serve Prometheus metrics of the queue at http://`host:port`/metrics while the scenario runs")
-	flag.Usage = usage
-	flag.Parse()
-	if *workerOf != "" {
-		os.Exit(worker(*redisAddr, *workerOf))
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), "ordertimeout places orders with a payment timeout on a delay queue and cancels each unpaid one the moment its timeout passes.\n\nUsage: ordertimeout [flags]\n")
+		flag.PrintDefaults()
 	}
+	flag.Parse()
 	if *orders <= 0 || *timeout <= 0 || *paidFrac < 0 || *paidFrac > 1 {
 		fmt.Fprintln(os.Stderr, "ordertimeout: need -orders > 0, -timeout > 0 and 0 <= -paid <= 1")
 		os.Exit(2)
 	}
-	if *workers < 0 || (*workers > 0 && *redisAddr == "") {
-		fmt.Fprintln(os.Stderr, "ordertimeout: -workers needs -redis and must be >= 0")
-		os.Exit(2)
-	}
+	var r result
+	var err error
 	if *redisAddr == "" {
-		r, err := run(*orders, *timeout, *paidFrac, *verbose, *metrics)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "ordertimeout:", err)
-			os.Exit(1)
-		}
-		fmt.Println(r)
-		return
+		r, err = run(*orders, *timeout, *paidFrac, *verbose, *metrics)
+	} else {
+		// Ctrl-C still deletes the queue's keys.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		r, err = runRedis(ctx, *redisAddr, *orders, *timeout, *paidFrac, *verbose, *metrics)
+		stop()
 	}
-	// Ctrl-C still stops the worker processes and deletes the queue's keys.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	rep, err := runRedis(ctx, redisScenario{
-		addr: *redisAddr, orders: *orders, timeout: *timeout, paidFrac: *paidFrac,
-		verbose: *verbose, workers: *workers, metrics: *metrics,
-	})
-	stop()
-	fmt.Print(rep)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ordertimeout:", err)
 		os.Exit(1)
 	}
-}
-
-// workerFlag is the hidden flag that makes the binary a worker process of
-// the -workers mode.
-const workerFlag = "worker-of"
-
-// usage is flag's default usage without the hidden flag.
-func usage() {
-	out := flag.CommandLine.Output()
-	fmt.Fprintf(out, "Usage of %s:\n", os.Args[0])
-	visible := flag.NewFlagSet(os.Args[0], flag.ContinueOnError)
-	visible.SetOutput(out)
-	flag.VisitAll(func(f *flag.Flag) {
-		if f.Name != workerFlag {
-			visible.Var(f.Value, f.Name, f.Usage)
-			visible.Lookup(f.Name).DefValue = f.DefValue
-		}
-	})
-	visible.PrintDefaults()
+	fmt.Println(r)
 }
 
 type result struct {

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +18,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The -workers mode re-executes os.Executable, which under go test is
-	// this test binary: with the worker flag it is a worker process.
-	if slices.Contains(os.Args[1:], "-"+workerFlag) {
-		main()
-		os.Exit(0) // not reached: main exits with the worker's code
+	// TestRedisExactlyOnce re-executes this test binary as its worker
+	// processes, with workerEnv set.
+	if w, ok := os.LookupEnv(workerEnv); ok {
+		addr, queue, _ := strings.Cut(w, " ")
+		os.Exit(worker(addr, queue))
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -50,49 +48,30 @@ func TestInProcess(t *testing.T) {
 	}
 }
 
-// TestRedis runs the -redis scenario, with the canceller in this process and
-// in two worker processes, against a redis-server of its own. It is skipped
-// when redis-server is not on PATH (unlike redisq's own tests, which fail).
+// TestRedis runs the -redis scenario, with -metrics, against a redis-server
+// of its own. It is skipped when redis-server is not on PATH (unlike
+// redisq's own tests, which fail).
 func TestRedis(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not on PATH: skipping the -redis scenario (apt-get install -y redis-server)")
 	}
 	addr := redistest.New(t).Addr
-	for _, workers := range []int{0, 2} {
-		t.Run("workers="+strconv.Itoa(workers), func(t *testing.T) {
-			rep, err := runRedis(context.Background(), redisScenario{
-				addr: addr, orders: 200, timeout: 100 * time.Millisecond, paidFrac: 0.6, workers: workers,
-				metrics: "127.0.0.1:0",
-			})
-			t.Logf("\n%s", rep)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !rep.finished || rep.placed != 200 || rep.placed != rep.paid+rep.expired {
-				t.Fatalf("placed %d, paid %d, expired %d: want 200 placed = paid + expired", rep.placed, rep.paid, rep.expired)
-			}
-			if rep.paid == 0 || rep.expired == 0 {
-				t.Errorf("paid %d, expired %d: want some of each", rep.paid, rep.expired)
-			}
-			if len(rep.perWorker) != workers {
-				t.Fatalf("%d per-worker counts for %d workers", len(rep.perWorker), workers)
-			}
-			if workers > 0 {
-				sum := 0
-				for _, n := range rep.perWorker {
-					sum += n
-				}
-				if sum != rep.expired {
-					t.Errorf("workers cancelled %v, sum %d != expired %d", rep.perWorker, sum, rep.expired)
-				}
-			}
-			// runRedis deleted the queue: the server holds no key.
-			c := redis.NewClient(&redis.Options{Addr: addr})
-			defer c.Close()
-			if n, err := c.DBSize(context.Background()).Result(); err != nil || n != 0 {
-				t.Errorf("after the run: %d keys (%v), want 0", n, err)
-			}
-		})
+	r, err := runRedis(t.Context(), addr, 200, 100*time.Millisecond, 0.6, false, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r)
+	if r.placed != 200 || r.placed != r.paid+r.expired {
+		t.Fatalf("placed %d, paid %d, expired %d: want 200 placed = paid + expired", r.placed, r.paid, r.expired)
+	}
+	if r.paid == 0 || r.expired == 0 {
+		t.Errorf("paid %d, expired %d: want some of each", r.paid, r.expired)
+	}
+	// runRedis deleted the queue: the server holds no key.
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	if n, err := c.DBSize(context.Background()).Result(); err != nil || n != 0 {
+		t.Errorf("after the run: %d keys (%v), want 0", n, err)
 	}
 }
 

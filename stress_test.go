@@ -4,13 +4,134 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	dq "github.com/dq-go/delayqueue"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+// Real-clock stress under -race: every item leaves exactly once, and the
+// queue never stalls.
+
+// Real clock, -race: producers, consumers of every kind and a remover; every
+// item is accounted for exactly once.
+func TestStressExactlyOnce(t *testing.T) {
+	q := dq.New[int](dq.WithCapacity(256))
+	const producers, perProducer = 4, 3000
+	const total = producers * perProducer
+	seen := make([]atomic.Int32, total)
+	var removedN, takenN atomic.Int64
+	handles := make(chan dq.Handle, total)
+
+	var prodWG, consWG sync.WaitGroup
+	for p := range producers {
+		prodWG.Go(func() {
+			for i := range perProducer {
+				id := p*perProducer + i
+				d := time.Duration(rand.IntN(2000)) * time.Microsecond
+				var h dq.Handle
+				var err error
+				if i%2 == 0 {
+					h, err = q.Put(context.Background(), id, time.Now().Add(d))
+				} else {
+					for {
+						h, err = q.OfferAfter(id, d)
+						if !errors.Is(err, dq.ErrFull) {
+							break
+						}
+						runtime.Gosched()
+					}
+				}
+				if err != nil {
+					t.Errorf("offer %d: %v", id, err)
+					return
+				}
+				if id%5 == 0 {
+					handles <- h
+				}
+			}
+		})
+	}
+	mark := func(v int) {
+		seen[v].Add(1)
+		takenN.Add(1)
+	}
+	for c := range 4 {
+		consWG.Go(func() {
+			var buf []int
+			for {
+				switch c {
+				case 0, 1:
+					v, err := q.Take(context.Background())
+					if err != nil {
+						return
+					}
+					mark(v)
+				case 2:
+					var err error
+					buf, err = q.TakeBatch(context.Background(), buf[:0], 7)
+					if err != nil {
+						return
+					}
+					for _, v := range buf {
+						mark(v)
+					}
+				case 3:
+					v, ok := q.Poll()
+					if ok {
+						mark(v)
+						continue
+					}
+					if q.Stats().Offered == total && q.Len() == 0 {
+						return
+					}
+					time.Sleep(100 * time.Microsecond)
+				}
+			}
+		})
+	}
+	remDone := make(chan struct{})
+	go func() {
+		defer close(remDone)
+		for h := range handles {
+			if v, ok := q.Remove(h); ok {
+				seen[v].Add(1)
+				removedN.Add(1)
+			}
+			if _, ok := q.Remove(h); ok {
+				t.Errorf("a handle removed twice")
+			}
+		}
+	}()
+	prodWG.Wait()
+	close(handles)
+	<-remDone
+	deadline := time.Now().Add(10 * time.Second)
+	for q.Len() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	q.Close()
+	consWG.Wait()
+	drained := q.Drain()
+	for _, v := range drained {
+		seen[v].Add(1)
+	}
+	for i := range seen {
+		require.Equal(t, int32(1), seen[i].Load(), "item %d", i)
+	}
+	s := q.Stats()
+	assert.Equal(t, uint64(total), s.Offered)
+	assert.Equal(t, uint64(takenN.Load()), s.Taken)
+	assert.Equal(t, uint64(removedN.Load()), s.Removed)
+	assert.Equal(t, uint64(len(drained)), s.Drained)
+	assert.Zero(t, s.Waiting)
+	checkAccounting(t, q)
+}
 
 // Randomized exactly-once + liveness stress: takers (some cancelling),
 // producers (Offer/Put), a mutator (Remove/Reschedule/Poll/DrainExpired).
