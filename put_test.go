@@ -206,3 +206,42 @@ func TestPutFIFOWhenSpaceFrees(t *testing.T) {
 		assert.Equal(t, []int{3}, q.Drain())
 	})
 }
+
+// Regression: Stats().Waiting counted only blocked takers, so producers
+// blocked in Put were invisible. They are counted apart, in BlockedPuts,
+// while they wait and no longer once room frees, ctx ends or the queue
+// closes.
+func TestStatsCountsBlockedPutsApartFromTakers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := dq.New[int](dq.WithCapacity(1))
+		offer(t, q, 0, time.Now().Add(time.Hour))
+		ctx, cancel := context.WithCancel(t.Context())
+		p1 := goPut(t.Context(), q, 1, time.Now())
+		p2 := goPut(ctx, q, 2, time.Now())
+		take := goTake(t.Context(), q)
+		synctest.Wait()
+		s := q.Stats()
+		assert.Equal(t, 2, s.BlockedPuts, "two Puts wait for room")
+		assert.Equal(t, 1, s.Waiting, "one Take waits; Puts are not takers")
+
+		cancel() // p2 gives up
+		synctest.Wait()
+		r2, ok := ready(p2)
+		require.True(t, ok)
+		require.ErrorIs(t, r2.err, context.Canceled)
+		assert.Equal(t, 1, q.Stats().BlockedPuts)
+
+		time.Sleep(time.Hour) // item 0 falls due; the Take frees room for p1
+		synctest.Wait()
+		r, ok := ready(take)
+		require.True(t, ok)
+		require.NoError(t, r.err)
+		r1, ok := ready(p1)
+		require.True(t, ok)
+		require.NoError(t, r1.err)
+		s = q.Stats()
+		assert.Zero(t, s.BlockedPuts)
+		q.Close()
+		q.Drain()
+	})
+}
