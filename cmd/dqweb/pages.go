@@ -233,11 +233,11 @@ func withPayloads(ctx context.Context, q *redisq.Queue, page *redisq.Page, off i
 // itemRow is an item as the lists and the item page show it.
 type itemRow struct {
 	redisq.Item
-	URL                    string
-	Due, Enqueued, DiedAt  when
-	Lease                  when
-	LeaseExpired, HasLoad  bool
-	Payload                payloadView
+	URL                   string
+	Due, Enqueued, DiedAt when
+	Lease                 when
+	LeaseExpired, HasLoad bool
+	Payload               payloadView
 }
 
 // previewBytes is how much of a formatted payload a list shows.
