@@ -36,8 +36,9 @@ type bar struct {
 }
 
 type tick struct {
-	X     float64
-	Label string
+	X      float64
+	Label  string
+	Anchor string // text-anchor: start, middle or end
 }
 
 type grid struct {
@@ -120,19 +121,22 @@ func dueChart(h redisq.DueHistogram) chart {
 	} else {
 		c.Bars[0].Y = plotBot
 	}
-	c.Ticks = append(c.Ticks, tick{plotLeft + 22, "overdue"})
-	x0 := plotLeft + 56
+	c.Ticks = append(c.Ticks, tick{plotLeft + 22, "overdue", "middle"})
+	x0 := plotLeft + 70
 	bars(&c, h.Counts, x0, plotRight, top, func(i int) string {
 		from := time.Duration(i) * h.Width
 		return fmt.Sprintf("%s due in %s to %s", items(h.Counts[i]), short(from), short(from+h.Width))
 	}, "due")
 	span := float64(len(h.Counts)) * h.Width.Minutes()
 	for m := 0.0; m <= span; m += span / 4 {
-		label := fmt.Sprintf("+%gm", m)
-		if m == 0 {
-			label = "now"
+		t := tick{r1(x0 + m/span*(plotRight-x0)), fmt.Sprintf("+%gm", m), "middle"}
+		switch m {
+		case 0:
+			t.Label, t.Anchor = "now", "start"
+		case span:
+			t.Anchor = "end"
 		}
-		c.Ticks = append(c.Ticks, tick{r1(x0 + m/span*(plotRight-x0)), label})
+		c.Ticks = append(c.Ticks, t)
 	}
 	c.Label = fmt.Sprintf("Items due: %d overdue, %d over the next %s, %d later", h.Overdue, total, short(time.Duration(len(h.Counts))*h.Width), h.Later)
 	return c
@@ -166,7 +170,11 @@ func latenessChart(l redisq.Lateness) chart {
 	}, "late")
 	for i, b := range c.Bars {
 		if i%2 == 0 || i == len(c.Bars)-1 {
-			c.Ticks = append(c.Ticks, tick{r1(b.X + b.W/2), label(i)})
+			t := tick{r1(b.X + b.W/2), label(i), "middle"}
+			if i == len(c.Bars)-1 {
+				t.X, t.Anchor = r1(b.X+b.W), "end"
+			}
+			c.Ticks = append(c.Ticks, t)
 		}
 	}
 	c.Label = fmt.Sprintf("Lateness of %d deliveries", l.Count())

@@ -142,6 +142,9 @@ func quantile(l redisq.Lateness, q float64) string {
 	if d < 0 {
 		return "> " + short(l.Bounds[len(l.Bounds)-1])
 	}
+	if d == 0 {
+		return "< 1ms" // on time to the millisecond of Redis TIME
+	}
 	return "≤ " + short(d)
 }
 

@@ -101,7 +101,7 @@ func TestDueChart(t *testing.T) {
 	if fmt.Sprint(counts) != fmt.Sprint(want) {
 		t.Errorf("chart bars\n got %v\nwant %v", counts, want)
 	}
-	if !strings.Contains(body, "1 more are due later") {
+	if !strings.Contains(body, "1 more due after the hour") {
 		t.Errorf("the item due in 25h is not mentioned")
 	}
 }
