@@ -128,6 +128,11 @@ type env struct {
 	interval time.Duration
 	window   time.Duration
 	count    int
+
+	// serve's flags.
+	readOnly  bool
+	basicAuth string
+	prefix    string
 }
 
 func (e *env) printf(format string, a ...any) { fmt.Fprintf(e.stdout, format, a...) }

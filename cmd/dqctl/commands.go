@@ -34,6 +34,8 @@ func commands() []command {
 			min: 1, max: 1, flags: watchFlags, run: cmdWatch},
 		{name: "serve-metrics", args: "[QUEUE...]", help: "serve Prometheus metrics for the queues (default: every queue on the server)",
 			max: -1, flags: metricsFlags, run: cmdServeMetrics},
+		{name: "serve", help: "serve the web dashboard (dqweb) for the queues on the server",
+			max: 0, flags: serveFlags, run: cmdServe},
 	}
 }
 

@@ -1,7 +1,8 @@
 // Command dqctl inspects and administers redisq queues on a Redis server:
 // it lists queues and their items, shows stats (once, or refreshed with a
 // chart of what is coming due), requeues or deletes dead items, deletes
-// items, purges a state, destroys a queue, and serves Prometheus metrics.
+// items, purges a state, destroys a queue, serves Prometheus metrics, and
+// serves a web dashboard (package dqweb).
 //
 //	go run ./cmd/dqctl -redis 127.0.0.1:6379 queues
 //	go install github.com/dq-go/delayqueue/cmd/dqctl@latest

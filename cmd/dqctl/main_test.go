@@ -329,20 +329,7 @@ func TestWatch(t *testing.T) {
 
 func TestServeMetrics(t *testing.T) {
 	f := newFixture(t, "orders")
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan int)
-	go func() {
-		code := run(ctx, []string{"-redis", f.addr, "serve-metrics", "-listen", "127.0.0.1:0"}, strings.NewReader(""), pw, io.Discard)
-		_ = pw.Close()
-		done <- code
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	url := line[strings.Index(line, "http://") : len(line)-1]
+	url, stop := serving(t, "-redis", f.addr, "serve-metrics", "-listen", "127.0.0.1:0")
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -355,10 +342,32 @@ func TestServeMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", m, body)
 		}
 	}
-	cancel()
-	if code := <-done; code != exitOK {
+	if code := stop(); code != exitOK {
 		t.Fatalf("serve-metrics exited %d", code)
 	}
+}
+
+// serving runs a serving dqctl command and returns the URL of its first
+// line of output, and a function that interrupts it and returns its exit
+// code.
+func serving(t *testing.T, args ...string) (string, func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int)
+	go func() {
+		code := run(ctx, args, strings.NewReader(""), pw, io.Discard)
+		_ = pw.Close()
+		done <- code
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cancel()
+		t.Fatalf("%v: %v (exit %d)", args, err, <-done)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	url, _, _ := strings.Cut(line[strings.Index(line, "http://"):], " ")
+	return strings.TrimSpace(url), func() int { cancel(); return <-done }
 }
 
 func TestCluster(t *testing.T) {

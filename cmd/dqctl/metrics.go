@@ -42,8 +42,14 @@ func cmdServeMetrics(e *env) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	e.printf("serving metrics of %s on http://%s/metrics\n", which(e.args), l.Addr())
+	return serveHTTP(e, l, mux)
+}
+
+// serveHTTP serves h on l until the command is interrupted, then shuts
+// the server down gracefully.
+func serveHTTP(e *env, l net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

@@ -1,0 +1,108 @@
+package dqweb_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/redis/go-redis/v9"
+)
+
+// fillScript stores n scheduled items item:FROM.. in queue KEYS (sched,
+// seq, stats) as the enqueue script does, due spread over [now-1m,
+// now-1m+spread): a fast way to a large queue for the benchmarks. Its
+// result is checked by TestFillIsAQueue with redisq's Audit.
+var fillScript = redis.NewScript(`
+local pre, from, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local now, spread = tonumber(ARGV[4]), tonumber(ARGV[5])
+local seq = redis.call('INCRBY', KEYS[2], n) - n
+for i = 0, n - 1 do
+  local k = from + i
+  local id = 'item:' .. k
+  local mem = string.format('%016.0f', seq + i + 1) .. ':' .. id
+  local due = now - 60000 + (k * 7919) % spread
+  redis.call('HSET', pre .. ':m:' .. id, 'p', '{"n":' .. k .. '}', 'due', due, 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
+  redis.call('ZADD', KEYS[1], due, mem)
+end
+redis.call('HINCRBY', KEYS[3], 'enqueued', n)
+return n
+`)
+
+// fill adds n items to queue name, 10,000 per script call, pipelined.
+func fill(tb testing.TB, c *redis.Client, name string, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	p := "{dq:" + name + "}"
+	keys := []string{p + ":sched", p + ":seq", p + ":stats"}
+	now := time.Now().UnixMilli()
+	if err := fillScript.Load(ctx, c).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	const batch = 10_000
+	for from := 0; from < n; from += 10 * batch {
+		_, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for f := from; f < min(n, from+10*batch); f += batch {
+				fillScript.EvalSha(ctx, pipe, keys, p, f, min(batch, n-f), now, int64(2*time.Hour/time.Millisecond))
+			}
+			return nil
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func TestFillIsAQueue(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	fill(t, f.c, "orders", 1000)
+	rep, err := f.q.Audit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("the filled queue fails Audit: %v", rep.Problems)
+	}
+	st, err := f.q.Stats(context.Background())
+	if err != nil || st.Scheduled != 1011 || st.Enqueued != 1016 {
+		t.Fatalf("stats after filling 1000: %+v %v", st, err)
+	}
+}
+
+// BenchmarkPages1M serves each page of a queue with a million scheduled
+// items (plus the fixture's), through the handler, against a local
+// redis-server: the dashboard's cost is bounded, not proportional to n.
+// overview-scan lists the queues by SCAN on every request (no cache).
+func BenchmarkPages1M(b *testing.B) {
+	f := newFixture(b, dqweb.Options{})
+	fill(b, f.c, "orders", 1_000_000)
+	cached := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"})
+	scan := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/", QueueListTTL: time.Nanosecond})
+	for _, p := range []struct {
+		name string
+		h    http.Handler
+		path string
+	}{
+		{"queue", cached, "/dq/queue?q=orders"},
+		{"queue-deep-page", cached, "/dq/queue?q=orders&s=900000"},
+		{"item", cached, "/dq/item?q=orders&id=item:123456"},
+		{"overview", cached, "/dq/"},
+		{"overview-scan", scan, "/dq/"},
+	} {
+		b.Run("page="+p.name, func(b *testing.B) {
+			serve := func() {
+				rec := httptest.NewRecorder()
+				p.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p.path, nil))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%s: %d\n%s", p.path, rec.Code, rec.Body)
+				}
+			}
+			serve() // untimed: loads the scripts and (overview) the list of queues
+			for b.Loop() {
+				serve()
+			}
+		})
+	}
+}

@@ -1,0 +1,251 @@
+// Package dqweb is a web dashboard for redisq queues: an http.Handler that
+// a service mounts under a path prefix, built on redisq's inspection and
+// admin API.
+//
+//	mux.Handle("/dq/", dqweb.Handler(client, dqweb.Options{Prefix: "/dq/"}))
+//
+// It shows every queue on the server (counts per state, enqueue and
+// delivery rates, delivery lateness, dead items highlighted), one queue
+// (a chart of the items due over the next hour and the overdue backlog,
+// lateness, in-flight items, scheduled items in due order, dead items with
+// their reason and payload, all paged) and one item. Unless
+// Options.ReadOnly is set, it requeues and deletes dead items one by one
+// or all at once, deletes items and purges a state: each action is a POST
+// with a CSRF token, confirmed first and reported after.
+//
+// Pages are rendered on the server with html/template (charts are inline
+// SVG); the stylesheet and the one small script (auto-refresh and
+// confirmation dialogs) are embedded in the binary, and the
+// Content-Security-Policy allows no other script, no inline script and no
+// request to another origin. The handler does not authenticate anyone:
+// wrap it in the service's authentication middleware (BasicAuth is one).
+package dqweb
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Options configures Handler. The zero value serves every queue on the
+// server under "/", with mutations enabled.
+type Options struct {
+	// Prefix is the path the handler is mounted under, starting and ending
+	// with "/" (a missing slash is added); default "/". The handler serves
+	// only paths under it, so mount it as mux.Handle(Prefix, h).
+	Prefix string
+	// ReadOnly hides every action and rejects every POST with 403.
+	ReadOnly bool
+	// Queues lists the queues the overview shows. Empty: every queue on
+	// the server, found with redisq.ListQueues (a SCAN of the whole
+	// keyspace, cached for QueueListTTL). Queue pages work for any name.
+	Queues []string
+	// QueueListTTL is how long the list of queues found by SCAN is reused;
+	// default 30s.
+	QueueListTTL time.Duration
+	// Title names the dashboard in the page header and title; default
+	// "redisq".
+	Title string
+	// Timeout bounds the Redis work of one page; default 10s. Actions on
+	// every dead item or a whole state run in batches until done or the
+	// request is cancelled.
+	Timeout time.Duration
+	// Refresh is how often pages reload themselves (the page's script
+	// pauses while the user selects text or the tab is hidden); default
+	// 5s, negative disables it.
+	Refresh time.Duration
+}
+
+// PageSize is the number of items per page of a list.
+const PageSize = 50
+
+// queuesPerPage is the number of queues per page of the overview.
+const queuesPerPage = 100
+
+// Handler returns the dashboard for the queues on the Redis server (or
+// Cluster) that c talks to. It panics if opt.Prefix does not start with
+// "/". The handler is safe for concurrent use; it never closes c.
+func Handler(c redis.UniversalClient, opt Options) http.Handler {
+	if c == nil {
+		panic("dqweb: nil client")
+	}
+	if opt.Prefix == "" {
+		opt.Prefix = "/"
+	}
+	if !strings.HasPrefix(opt.Prefix, "/") {
+		panic(fmt.Sprintf("dqweb: prefix %q does not start with /", opt.Prefix))
+	}
+	if !strings.HasSuffix(opt.Prefix, "/") {
+		opt.Prefix += "/"
+	}
+	if opt.QueueListTTL <= 0 {
+		opt.QueueListTTL = 30 * time.Second
+	}
+	if opt.Title == "" {
+		opt.Title = "redisq"
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 10 * time.Second
+	}
+	if opt.Refresh == 0 {
+		opt.Refresh = 5 * time.Second
+	}
+	return &handler{c: c, opt: opt, rates: newRates(), names: &queueList{ttl: opt.QueueListTTL}}
+}
+
+type handler struct {
+	c     redis.UniversalClient
+	opt   Options
+	rates *rates
+	names *queueList
+}
+
+//go:embed static templates
+var files embed.FS
+
+// static holds the assets by name, with the version that cache-busts
+// their URLs.
+var static = func() map[string]asset {
+	m := map[string]asset{}
+	for name, typ := range map[string]string{"dqweb.css": "text/css; charset=utf-8", "dqweb.js": "text/javascript; charset=utf-8"} {
+		b, err := fs.ReadFile(files, "static/"+name)
+		if err != nil {
+			panic(err)
+		}
+		sum := sha256.Sum256(b)
+		m[name] = asset{b, typ, hex.EncodeToString(sum[:6])}
+	}
+	return m
+}()
+
+type asset struct {
+	body    []byte
+	typ     string
+	version string
+}
+
+// csp allows the handler's own stylesheet and script and nothing else: no
+// inline script or style, no other origin, no framing, forms only to us.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", csp)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "same-origin")
+	path, ok := strings.CutPrefix(r.URL.Path, h.opt.Prefix)
+	if !ok {
+		h.fail(w, r, http.StatusNotFound, "no such page %q", r.URL.Path)
+		return
+	}
+	if name, ok := strings.CutPrefix(path, "static/"); ok {
+		h.serveStatic(w, r, name)
+		return
+	}
+	if path == "action" {
+		h.action(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		hd.Set("Allow", "GET, HEAD")
+		h.fail(w, r, http.StatusMethodNotAllowed, "%s is not allowed here; actions are POSTed to %saction", r.Method, h.opt.Prefix)
+		return
+	}
+	hd.Set("Cache-Control", "no-store")
+	ctx, cancel := context.WithTimeout(r.Context(), h.opt.Timeout)
+	defer cancel()
+	switch path {
+	case "":
+		h.overview(ctx, w, r)
+	case "queue":
+		h.queuePage(ctx, w, r)
+	case "item":
+		h.itemPage(ctx, w, r)
+	default:
+		h.fail(w, r, http.StatusNotFound, "no such page %q", r.URL.Path)
+	}
+}
+
+func (h *handler) serveStatic(w http.ResponseWriter, r *http.Request, name string) {
+	a, ok := static[name]
+	if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", a.typ)
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	_, _ = w.Write(a.body)
+}
+
+// layout is what every page's frame needs.
+type layout struct {
+	Title    string
+	Heading  string
+	Prefix   string
+	ReadOnly bool
+	Refresh  int // seconds; 0: no auto-refresh
+	CSRF     string
+	CSS, JS  string
+	Crumbs   []crumb
+}
+
+type crumb struct{ Label, URL string }
+
+func (h *handler) layout(w http.ResponseWriter, r *http.Request, heading string, refresh bool) layout {
+	l := layout{
+		Title:    heading + " · " + h.opt.Title,
+		Heading:  heading,
+		Prefix:   h.opt.Prefix,
+		ReadOnly: h.opt.ReadOnly,
+		CSS:      h.opt.Prefix + "static/dqweb.css?v=" + static["dqweb.css"].version,
+		JS:       h.opt.Prefix + "static/dqweb.js?v=" + static["dqweb.js"].version,
+		Crumbs:   []crumb{{h.opt.Title, h.opt.Prefix}},
+	}
+	if refresh && h.opt.Refresh > 0 {
+		l.Refresh = max(1, int(h.opt.Refresh/time.Second))
+	}
+	if !h.opt.ReadOnly {
+		l.CSRF = h.csrfToken(w, r)
+	}
+	return l
+}
+
+var pages = func() map[string]*template.Template {
+	m := map[string]*template.Template{}
+	for _, p := range []string{"overview", "queue", "item", "confirm", "result", "error"} {
+		m[p] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html"))
+	}
+	return m
+}()
+
+// render writes page with data; a template error (a bug) becomes a 500.
+func (h *handler) render(w http.ResponseWriter, status int, page string, data any) {
+	var b strings.Builder
+	if err := pages[page].Execute(&b, data); err != nil {
+		http.Error(w, "dqweb: rendering "+page+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// fail renders an error page; the message is escaped like everything else.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, status int, format string, a ...any) {
+	h.render(w, status, "error", struct {
+		layout
+		Status  int
+		Message string
+	}{h.layout(w, r, http.StatusText(status), false), status, fmt.Sprintf(format, a...)})
+}

@@ -1,0 +1,391 @@
+package dqweb_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/dq-go/delayqueue/redisq"
+)
+
+// count returns the number in the element marked data-k=key (the first
+// one, for the overview: in the row of queue "emails" < "orders", so
+// callers pass the row).
+func count(t *testing.T, body, key string) string {
+	t.Helper()
+	m := regexp.MustCompile(`data-k="` + key + `">([^<]*)<`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no %s count in\n%s", key, body)
+	}
+	return m[1]
+}
+
+func TestPagesShowTheCounts(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	c := client(t)
+	ov := get(t, c, f.base)
+	if ov.status != http.StatusOK {
+		t.Fatalf("overview: %d\n%s", ov.status, ov.body)
+	}
+	row := ov.body[strings.Index(ov.body, `data-queue="orders"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	qp := get(t, c, f.queueURL("orders"))
+	for k, want := range fixtureCount {
+		if got := count(t, row, k); got != fmt.Sprint(want) {
+			t.Errorf("overview: %s = %s, want %d", k, got, want)
+		}
+		if got := count(t, qp.body, k); got != fmt.Sprint(want) {
+			t.Errorf("queue page: %s = %s, want %d", k, got, want)
+		}
+	}
+	if !strings.Contains(row, `class="has-dead"`) || !strings.Contains(row, `class="n dead" data-k="dead"`) {
+		t.Errorf("orders has dead items but its row is not highlighted:\n%s", row)
+	}
+	for _, name := range []string{"emails", html.EscapeString(oddQueue)} {
+		if !strings.Contains(ov.body, `data-queue="`+name+`"`) {
+			t.Errorf("overview lacks queue %s", name)
+		}
+	}
+	// Every fixture id is listed in its section.
+	for section, ids := range map[string][]string{"inflight": inFlightIDs, "scheduled": append(append(append([]string{}, overdueIDs...), soonIDs...), laterIDs...), "dead": deadIDs} {
+		s := qp.body[strings.Index(qp.body, `<section id="`+section+`">`):]
+		s = s[:strings.Index(s, "</section>")]
+		for _, id := range ids {
+			if !strings.Contains(s, `data-id="`+html.EscapeString(id)+`"`) {
+				t.Errorf("section %s lacks %q", section, id)
+			}
+		}
+	}
+	// The lease deadline of an in-flight item is about 10 minutes away.
+	if !regexp.MustCompile(`in (9m5\d|10m0)`).MatchString(qp.body) {
+		t.Errorf("no lease deadline about 10m ahead on the queue page")
+	}
+	it := get(t, c, f.itemURL("orders", "mail:7"))
+	for _, want := range []string{`data-k="state" class="dead">dead`, "max attempts: smtp 421", "&#34;to&#34;: &#34;u7@example.com&#34;,\n  &#34;order&#34;: 7"} {
+		if !strings.Contains(it.body, want) {
+			t.Errorf("item page lacks %q:\n%s", want, it.body)
+		}
+	}
+	if r := get(t, c, f.itemURL("orders", "nope")); r.status != http.StatusNotFound {
+		t.Errorf("unknown item: %d, want 404", r.status)
+	}
+	if r := get(t, c, f.queueURL("nope")); r.status != http.StatusNotFound {
+		t.Errorf("unknown queue: %d, want 404", r.status)
+	}
+}
+
+// TestDueChart checks the chart's bars against the fixture: 3 overdue,
+// 5 due in the 11th minute, 2 in the 46th, and one (25h) beyond the hour.
+func TestDueChart(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	body := get(t, client(t), f.queueURL("orders")).body
+	svg := body[strings.Index(body, `<svg class="chart"`):]
+	svg = svg[:strings.Index(svg, "</svg>")]
+	var counts []string
+	for _, m := range regexp.MustCompile(`<rect class="bar (\w+)"[^>]*data-count="(\d+)"`).FindAllStringSubmatch(svg, -1) {
+		counts = append(counts, m[1]+"="+m[2])
+	}
+	want := []string{"overdue=3"}
+	for i := range 60 {
+		n := map[int]int{10: 5, 45: 2}[i]
+		want = append(want, fmt.Sprintf("due=%d", n))
+	}
+	if fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Errorf("chart bars\n got %v\nwant %v", counts, want)
+	}
+	if !strings.Contains(body, "1 more due after the hour") {
+		t.Errorf("the item due in 25h is not mentioned")
+	}
+}
+
+// TestEverythingIsEscaped: ids, queue names, reasons and payloads from
+// Redis appear as text, never as markup.
+func TestEverythingIsEscaped(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	c := client(t)
+	for _, u := range []string{f.base, f.queueURL("orders"), f.itemURL("orders", xssID), f.queueURL(oddQueue), f.itemURL(oddQueue, "one")} {
+		r := get(t, c, u)
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: %d", u, r.status)
+		}
+		for _, raw := range []string{xssPayload, xssReason, `<ird>`, `"><script`} {
+			if strings.Contains(r.body, raw) {
+				t.Errorf("%s holds %q unescaped", u, raw)
+			}
+		}
+		// The only script is our file.
+		if n := strings.Count(r.body, "<script"); n != 1 || !strings.Contains(r.body, `<script src="/dq/static/dqweb.js?v=`) {
+			t.Errorf("%s has %d script elements", u, n)
+		}
+		if regexp.MustCompile(`(?i)<[^>]*(\son[a-z]+=|style=)`).MatchString(r.body) {
+			t.Errorf("%s has an inline event handler or style attribute", u)
+		}
+	}
+	qp := get(t, c, f.queueURL("orders")).body
+	for _, want := range []string{html.EscapeString(xssPayload), html.EscapeString(xssReason), html.EscapeString(xssID)} {
+		if !strings.Contains(qp, want) {
+			t.Errorf("queue page lacks %q as text", want)
+		}
+	}
+	ov := get(t, c, f.base).body
+	if !strings.Contains(ov, ">"+html.EscapeString(oddQueue)+"</a>") {
+		t.Errorf("overview lacks the odd queue name as text")
+	}
+	// An error message quotes what was asked for, escaped too.
+	r := get(t, c, f.queueURL(`<b>x</b>`))
+	if r.status != http.StatusNotFound || strings.Contains(r.body, "<b>x</b>") || !strings.Contains(r.body, "&lt;b&gt;x&lt;/b&gt;") {
+		t.Errorf("error page: %d\n%s", r.status, r.body)
+	}
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	c := client(t)
+	wantCSP := "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	for _, u := range []string{f.base, f.queueURL("orders"), f.itemURL("orders", xssID), f.base + "nope", f.base + "static/dqweb.js"} {
+		r := get(t, c, u)
+		if got := r.header.Get("Content-Security-Policy"); got != wantCSP {
+			t.Errorf("%s: CSP %q, want %q", u, got, wantCSP)
+		}
+		if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("%s: headers %v", u, r.header)
+		}
+	}
+	js := get(t, c, f.base+"static/dqweb.js")
+	if js.status != http.StatusOK || !strings.HasPrefix(js.header.Get("Content-Type"), "text/javascript") || !strings.Contains(js.body, "confirm") {
+		t.Errorf("script: %d %s", js.status, js.header.Get("Content-Type"))
+	}
+	// The CSRF cookie is SameSite=Strict, HttpOnly and scoped to the prefix.
+	r := get(t, client(t), f.base)
+	sc := r.header.Get("Set-Cookie")
+	for _, want := range []string{"dqweb_csrf=", "Path=/dq/", "HttpOnly", "SameSite=Strict"} {
+		if !strings.Contains(sc, want) {
+			t.Errorf("Set-Cookie %q lacks %q", sc, want)
+		}
+	}
+}
+
+// action posts an action with a valid token, confirmed.
+func (f *fixture) action(t *testing.T, c *http.Client, form url.Values) response {
+	t.Helper()
+	form.Set("csrf", token(t, c, f.queueURL("orders")))
+	form.Set("confirmed", "yes")
+	return post(t, c, f.base+"action", form)
+}
+
+func TestActions(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	c := client(t)
+	steps := []struct {
+		form   url.Values
+		status int
+		says   string
+		check  func() bool
+	}{
+		{url.Values{"op": {"requeue"}, "q": {"orders"}, "id": {"mail:7"}}, 200, `Requeued dead item &#34;mail:7&#34;`,
+			func() bool { return f.state(t, "mail:7") == redisq.StateScheduled }},
+		{url.Values{"op": {"requeue"}, "q": {"orders"}, "id": {"mail:7"}}, 409, "is not dead", nil},
+		{url.Values{"op": {"delete-dead"}, "q": {"orders"}, "id": {"nope"}}, 404, "No item &#34;nope&#34;", nil},
+		{url.Values{"op": {"delete-dead"}, "q": {"orders"}, "id": {xssID}}, 200, "Deleted dead item",
+			func() bool { return f.state(t, xssID) == 0 }},
+		{url.Values{"op": {"delete"}, "q": {"orders"}, "id": {"charge:1"}}, 200, "Marked in-flight item",
+			func() bool { return f.state(t, "charge:1") == redisq.StateInFlight }},
+		{url.Values{"op": {"delete"}, "q": {"orders"}, "id": {"soon:1"}}, 200, "Deleted item &#34;soon:1&#34;",
+			func() bool { return f.state(t, "soon:1") == 0 }},
+		{url.Values{"op": {"requeue-all"}, "q": {"orders"}}, 200, "Requeued 1 dead items",
+			func() bool { return f.state(t, "blob:1") == redisq.StateScheduled }},
+		{url.Values{"op": {"delete-all-dead"}, "q": {"orders"}}, 200, "Deleted 0 dead items", nil},
+		{url.Values{"op": {"purge"}, "q": {"orders"}, "state": {"scheduled"}}, 200, "deleted 12 scheduled items",
+			func() bool { return f.state(t, "late:1") == 0 && f.state(t, "blob:1") == 0 }},
+		{url.Values{"op": {"purge"}, "q": {"orders"}, "state": {"bogus"}}, 400, "unknown state", nil},
+		{url.Values{"op": {"explode"}, "q": {"orders"}}, 400, "unknown action", nil},
+		{url.Values{"op": {"requeue"}, "q": {"orders"}}, 400, "needs an item id", nil},
+		{url.Values{"op": {"requeue-all"}, "q": {"nope"}}, 404, "no queue named", nil},
+	}
+	for _, s := range steps {
+		r := f.action(t, c, s.form)
+		if r.status != s.status || !strings.Contains(r.body, s.says) {
+			t.Fatalf("%v: %d, want %d with %q\n%s", s.form, r.status, s.status, s.says, r.body)
+		}
+		if s.check != nil && !s.check() {
+			t.Fatalf("%v: reported but not done", s.form)
+		}
+	}
+}
+
+// TestActionsAreConfirmed: a POST without confirmed=yes changes nothing
+// and answers with a confirmation form that does the action.
+func TestActionsAreConfirmed(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	c := client(t)
+	form := url.Values{"op": {"delete-dead"}, "q": {"orders"}, "id": {xssID}, "csrf": {token(t, c, f.queueURL("orders"))}}
+	r := post(t, c, f.base+"action", form)
+	if r.status != http.StatusOK || !strings.Contains(r.body, "Delete dead item &#34;x\\&#34;") || !strings.Contains(r.body, `name="confirmed" value="yes"`) {
+		t.Fatalf("confirmation page: %d\n%s", r.status, r.body)
+	}
+	if f.state(t, xssID) != redisq.StateDead {
+		t.Fatal("an unconfirmed action changed the item")
+	}
+	// Submit the confirmation form as it is.
+	again := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="(\w+)" value="([^"]*)">`).FindAllStringSubmatch(r.body, -1) {
+		again.Set(m[1], html.UnescapeString(m[2]))
+	}
+	if r := post(t, c, f.base+"action", again); r.status != http.StatusOK || f.state(t, xssID) != 0 {
+		t.Fatalf("confirmed: %d, state %v\n%s", r.status, f.state(t, xssID), r.body)
+	}
+}
+
+func TestCSRF(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	c := client(t)
+	tok := token(t, c, f.queueURL("orders"))
+	form := func(tok string) url.Values {
+		return url.Values{"op": {"delete-all-dead"}, "q": {"orders"}, "csrf": {tok}, "confirmed": {"yes"}}
+	}
+	cases := map[string]func() response{
+		"no token":      func() response { return post(t, c, f.base+"action", form("")) },
+		"wrong token":   func() response { return post(t, c, f.base+"action", form(strings.Repeat("A", 43))) },
+		"no cookie":     func() response { return post(t, client(t), f.base+"action", form(tok)) },
+		"another token": func() response { return post(t, c, f.base+"action", form(token(t, client(t), f.queueURL("orders")))) },
+		"cross-site": func() response {
+			req, _ := http.NewRequest(http.MethodPost, f.base+"action", strings.NewReader(form(tok).Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+			return do(t, c, req)
+		},
+		"other origin": func() response {
+			req, _ := http.NewRequest(http.MethodPost, f.base+"action", strings.NewReader(form(tok).Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", "https://evil.example")
+			return do(t, c, req)
+		},
+	}
+	for name, send := range cases {
+		if r := send(); r.status != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403\n%s", name, r.status, r.body)
+		}
+	}
+	if f.state(t, "mail:7") != redisq.StateDead {
+		t.Fatal("a refused request changed the queue")
+	}
+	// GET never changes anything.
+	if r := get(t, c, f.base+"action?"+form(tok).Encode()); r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != "POST" {
+		t.Errorf("GET action: %d", r.status)
+	}
+	if r := post(t, c, f.queueURL("orders"), form(tok)); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("POST to a page: %d", r.status)
+	}
+	if r := post(t, c, f.base+"action", form(tok)); r.status != http.StatusOK {
+		t.Errorf("valid request: %d\n%s", r.status, r.body)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	f := newFixture(t, dqweb.Options{ReadOnly: true})
+	c := client(t)
+	for _, u := range []string{f.base, f.queueURL("orders"), f.itemURL("orders", "mail:7")} {
+		r := get(t, c, u)
+		if r.status != http.StatusOK || strings.Contains(r.body, "<form") || strings.Contains(r.body, "<button type=\"submit\"") || !strings.Contains(r.body, "read-only") {
+			t.Errorf("%s in read-only mode: %d, forms shown or no read-only badge", u, r.status)
+		}
+		if strings.Contains(r.header.Get("Set-Cookie"), "dqweb_csrf") {
+			t.Errorf("%s sets a CSRF cookie in read-only mode", u)
+		}
+	}
+	// Even a request that would pass every check is refused.
+	rw := newFixture(t, dqweb.Options{})
+	tok := token(t, c, rw.queueURL("orders"))
+	for _, op := range []string{"requeue", "delete-dead", "delete", "requeue-all", "delete-all-dead", "purge"} {
+		jar := c.Jar
+		u, _ := url.Parse(f.base)
+		jar.SetCookies(u, []*http.Cookie{{Name: "dqweb_csrf", Value: tok, Path: "/dq/"}})
+		r := post(t, c, f.base+"action", url.Values{"op": {op}, "q": {"orders"}, "id": {"mail:7"}, "state": {"dead"}, "csrf": {tok}, "confirmed": {"yes"}})
+		if r.status != http.StatusForbidden || !strings.Contains(r.body, "read-only") {
+			t.Errorf("%s in read-only mode: %d, want 403", op, r.status)
+		}
+	}
+	st, err := f.q.Stats(context.Background())
+	if err != nil || st.Dead != 3 || st.Scheduled != 11 {
+		t.Fatalf("read-only dashboard changed the queue: %+v %v", st, err)
+	}
+}
+
+func TestPaging(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	// 120 more scheduled items, due one second apart from 2h on: with the
+	// fixture's 11, pages of 50 hold 11+39, 50, 31.
+	for i := range 120 {
+		if _, err := f.q.EnqueueAfter(ctx, fmt.Sprintf("p%03d", i), nil, 2*time.Hour+time.Duration(i)*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := client(t)
+	var seen []string
+	u := f.queueURL("orders")
+	for page := 0; ; page++ {
+		body := get(t, c, u).body
+		s := body[strings.Index(body, `<section id="scheduled">`):]
+		s = s[:strings.Index(s, "</section>")]
+		for _, m := range regexp.MustCompile(`<tr data-id="([^"]*)"`).FindAllStringSubmatch(s, -1) {
+			seen = append(seen, html.UnescapeString(m[1]))
+		}
+		next := regexp.MustCompile(`<a href="([^"]*)" rel="next">`).FindStringSubmatch(s)
+		if next == nil {
+			if page != 2 {
+				t.Fatalf("%d pages, want 3", page+1)
+			}
+			break
+		}
+		u = f.srv.URL + html.UnescapeString(next[1])
+	}
+	if len(seen) != 131 {
+		t.Fatalf("saw %d items, want 131", len(seen))
+	}
+	// Due order: overdue, 10m, 45m, 2h+i s, then 25h.
+	for i := range 120 {
+		if want := fmt.Sprintf("p%03d", i); seen[10+i] != want {
+			t.Fatalf("item %d is %q, want %q", 10+i, seen[10+i], want)
+		}
+	}
+	if seen[130] != "nextday" {
+		t.Fatalf("last item %q, want nextday", seen[130])
+	}
+	// An offset past the end shows an empty page, not an error.
+	if r := get(t, c, f.queueURL("orders")+"&s=99999"); r.status != http.StatusOK {
+		t.Fatalf("offset past the end: %d", r.status)
+	}
+}
+
+func TestPrefixAndRouting(t *testing.T) {
+	f := newFixture(t, dqweb.Options{Prefix: "/ops/queues"})
+	c := client(t)
+	body := get(t, c, f.base).body
+	if !strings.Contains(body, `href="/ops/queues/queue?q=orders"`) || !strings.Contains(body, `href="/ops/queues/static/dqweb.css?v=`) {
+		t.Fatalf("links do not carry the prefix:\n%s", body)
+	}
+	if r := get(t, c, f.base+"nope"); r.status != http.StatusNotFound {
+		t.Errorf("unknown page: %d", r.status)
+	}
+	h := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/elsewhere/", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("path outside the prefix: %d", rec.Code)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a prefix without a leading slash did not panic")
+		}
+	}()
+	dqweb.Handler(f.c, dqweb.Options{Prefix: "dq/"})
+}
