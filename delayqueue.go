@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,8 +161,20 @@ func New[T any](opts ...Option) *Queue[T] {
 
 // tick places a deadline on the queue's clock. time.Time.Sub saturates, so
 // the zero time and the year 9999 map to the ends of the int64 range rather
-// than overflowing.
-func (q *Queue[T]) tick(at time.Time) int64 { return int64(at.Sub(q.base)) }
+// than overflowing. A time past time.Time's own range, whose seconds from
+// year 1 overflow (time.Unix(math.MaxInt64, 0), a common "never"), compares
+// as if wrapped to the far past; it is placed by its Unix seconds instead,
+// as never due.
+func (q *Queue[T]) tick(at time.Time) int64 {
+	if at.Unix() > maxUnwrappedUnix {
+		return math.MaxInt64
+	}
+	return int64(at.Sub(q.base))
+}
+
+// maxUnwrappedUnix is the last Unix second that time.Time holds without its
+// seconds from year 1 (Unix + 62135596800) overflowing int64.
+const maxUnwrappedUnix = math.MaxInt64 - 62135596800
 
 // mustNew fails fast on a Queue that New did not make: the zero Queue has
 // no clock base, timer or identity, and would misorder or crash later.
@@ -208,7 +221,10 @@ const staleDueMax = 32
 // year 9999) are clamped to that range: a far-past one is still due at once
 // and a far-future one is never due, but Peek, Snapshot and Deadline then
 // report the clamped time (such as year 1734 or 2318), and clamped
-// deadlines at the same end tie, leaving in offer order.
+// deadlines at the same end tie, leaving in offer order. A time beyond
+// time.Time's own range, such as time.Unix(math.MaxInt64, 0), which
+// time.Time itself orders before year 1, is never due, as its Unix seconds
+// say.
 // The complexity is O(log n) where n = q.Len().
 func (q *Queue[T]) Offer(v T, at time.Time) (Handle, error) {
 	q.mustNew()
@@ -264,16 +280,21 @@ func (q *Queue[T]) Put(ctx context.Context, v T, at time.Time) (Handle, error) {
 // awaitRoomLocked blocks a Put until an item leaves, the queue closes or
 // ctx is done (then it returns ctx.Err()).
 func (q *Queue[T]) awaitRoomLocked(ctx context.Context) error {
+	return q.awaitRoomAsLocked(ctx, q.getWaiterLocked())
+}
+
+// awaitRoomAsLocked is awaitRoomLocked waiting as w, from getWaiterLocked.
+func (q *Queue[T]) awaitRoomAsLocked(ctx context.Context, w *waiter) error {
 	q.blockedPuts++
-	err := q.awaitLeaveLocked(ctx)
+	err := q.awaitLeaveLocked(ctx, w)
 	q.blockedPuts--
 	return err
 }
 
-// awaitLeaveLocked waits on the putters list until an item leaves or the
-// queue closes (spaceFreedLocked or wakeAllLocked), or ctx is done.
-func (q *Queue[T]) awaitLeaveLocked(ctx context.Context) error {
-	w := q.getWaiterLocked()
+// awaitLeaveLocked waits as w, from getWaiterLocked, on the putters list
+// until an item leaves or the queue closes (spaceFreedLocked or
+// wakeAllLocked), or ctx is done. w goes back to the pool.
+func (q *Queue[T]) awaitLeaveLocked(ctx context.Context, w *waiter) error {
 	q.putters.pushBack(w)
 	q.mu.Unlock()
 	var err error
@@ -308,6 +329,11 @@ func (q *Queue[T]) Take(ctx context.Context) (T, error) {
 		return zero, err
 	}
 	q.mu.Lock()
+	// One fresh reading per call: an item found due is then measured
+	// (Stats.Lateness) from this call, not from an earlier call's reading,
+	// however long the caller worked in between. Poll, the non-blocking
+	// hot path, does not pay for it (see Lateness).
+	q.readClockLocked()
 	var w *waiter
 	for {
 		if !q.closed && q.headDueLocked() {

@@ -2,6 +2,7 @@ package delayqueue_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -66,6 +67,30 @@ func TestFarFutureDeadlineNeverOverflows(t *testing.T) {
 		r = <-res
 		assert.ErrorIs(t, r.err, context.Canceled)
 		assert.Len(t, q.Drain(), 2)
+	})
+}
+
+// Regression (found in review): time.Unix(math.MaxInt64, 0), a common
+// "never", overflows time.Time's seconds from year 1, so time.Time orders
+// it before now and the queue handed it out at once. It is now placed by
+// its Unix seconds: never due, like the other far-future extremes.
+func TestTimesBeyondTimeRangeAreNeverDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := dq.New[string]()
+		defer q.Close()
+		for name, at := range map[string]time.Time{
+			"unix-maxint64":      time.Unix(math.MaxInt64, 0),
+			"unix-maxint64-nsec": time.Unix(0, math.MaxInt64),
+			"now+maxduration":    time.Now().Add(math.MaxInt64),
+			"year-1e9":           time.Date(1_000_000_000, 1, 1, 0, 0, 0, 0, time.UTC),
+		} {
+			offer(t, q, name, at)
+		}
+		time.Sleep(100 * 365 * 24 * time.Hour)
+		if got := q.DrainExpired(nil, 0); len(got) > 0 {
+			t.Errorf("due after 100 years: %v", got)
+		}
+		assert.Equal(t, 4, q.Len())
 	})
 }
 

@@ -2,7 +2,9 @@ package delayqueue
 
 import (
 	"context"
+	"fmt"
 	"iter"
+	"reflect"
 	"time"
 )
 
@@ -40,13 +42,24 @@ type Keyed[K comparable, V any] struct {
 	// keys maps each queued key to its heap slot; guarded by q.mu.
 	// heap.onRemove deletes a key whenever its item leaves, by any path.
 	keys map[K]uint32
+	// putting holds the key of each Put blocked for room, by its waiter, so
+	// that inserting that key wakes it to replace instead; guarded by q.mu.
+	putting map[*waiter]K
+	// checkKeys: K can hold a key that breaks a map index (a NaN, or behind
+	// an interface an uncomparable type); see keyFor.
+	checkKeys bool
 }
 
 // NewKeyed returns an empty, open keyed queue configured by opts, which
 // mean what they mean for New. A bounded Keyed (WithCapacity) refuses or
 // blocks new keys when full, never the replacement of a queued key.
 func NewKeyed[K comparable, V any](opts ...Option) *Keyed[K, V] {
-	k := &Keyed[K, V]{q: New[Item[K, V]](opts...), keys: make(map[K]uint32)}
+	k := &Keyed[K, V]{
+		q:         New[Item[K, V]](opts...),
+		keys:      make(map[K]uint32),
+		putting:   make(map[*waiter]K),
+		checkKeys: keyNeedsCheck(reflect.TypeFor[K]()),
+	}
 	k.q.heap.onRemove = func(it *Item[K, V]) { delete(k.keys, it.Key) }
 	return k
 }
@@ -59,6 +72,51 @@ func (k *Keyed[K, V]) queue() *Queue[Item[K, V]] {
 	return k.q
 }
 
+// queueFor is queue for a method given key: it also fails fast, before
+// taking the lock, on a key that cannot index the queue. A key not equal
+// to itself (a NaN, or a struct, array or interface holding one) would be
+// inserted anew by every Schedule and never leave the index; an interface
+// holding an uncomparable type (a slice, map or func) panics in any
+// comparison.
+func (k *Keyed[K, V]) queueFor(key K) *Queue[Item[K, V]] {
+	q := k.queue()
+	if k.checkKeys && !selfEqual(key) {
+		panic(fmt.Sprintf("delayqueue: Keyed key %v is not equal to itself (a NaN?)", key))
+	}
+	return q
+}
+
+// selfEqual reports whether key == key, turning the runtime's panic for an
+// uncomparable dynamic type into a delayqueue: one.
+func selfEqual[K comparable](key K) bool {
+	defer func() {
+		if r := recover(); r != nil {
+			panic(fmt.Sprintf("delayqueue: Keyed key of type %T cannot be compared: %v", key, r))
+		}
+	}()
+	return key == key
+}
+
+// keyNeedsCheck reports whether keys of type t can be unequal to themselves
+// or uncomparable: floats and complex numbers (NaN), interfaces, and arrays
+// and structs holding either. Strings, integers, pointers and the like
+// cannot, and their keys are not checked.
+func keyNeedsCheck(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.Interface:
+		return true
+	case reflect.Array:
+		return keyNeedsCheck(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if keyNeedsCheck(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Schedule queues v under key with deadline at. If key is already queued it
 // replaces the item's value and deadline (for equal deadlines the item
 // counts as newly scheduled) and returns replaced == true; otherwise it
@@ -67,7 +125,7 @@ func (k *Keyed[K, V]) queue() *Queue[Item[K, V]] {
 // full; replacing never fails with ErrFull.
 // The complexity is O(log n) where n = k.Len().
 func (k *Keyed[K, V]) Schedule(key K, v V, at time.Time) (replaced bool, err error) {
-	q := k.queue()
+	q := k.queueFor(key)
 	t := q.tick(at)
 	q.mu.Lock()
 	replaced, err = k.upsertLocked(key, v, t, true)
@@ -85,7 +143,7 @@ func (k *Keyed[K, V]) ScheduleAfter(key K, v V, d time.Duration) (replaced bool,
 // are as for Schedule.
 // The complexity is O(log n) where n = k.Len().
 func (k *Keyed[K, V]) Add(key K, v V, at time.Time) (added bool, err error) {
-	q := k.queue()
+	q := k.queueFor(key)
 	t := q.tick(at)
 	q.mu.Lock()
 	found, err := k.upsertLocked(key, v, t, false)
@@ -97,7 +155,7 @@ func (k *Keyed[K, V]) Add(key K, v V, at time.Time) (added bool, err error) {
 // is room to insert key (or key was inserted by someone else meanwhile, and
 // Put replaces it). Errors are as for Queue.Put.
 func (k *Keyed[K, V]) Put(ctx context.Context, key K, v V, at time.Time) (replaced bool, err error) {
-	q := k.queue()
+	q := k.queueFor(key)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -109,7 +167,11 @@ func (k *Keyed[K, V]) Put(ctx context.Context, key K, v V, at time.Time) (replac
 		if err != ErrFull {
 			return replaced, err
 		}
-		if err := q.awaitRoomLocked(ctx); err != nil {
+		w := q.getWaiterLocked()
+		k.putting[w] = key
+		err = q.awaitRoomAsLocked(ctx, w)
+		delete(k.putting, w)
+		if err != nil {
 			return false, err
 		}
 	}
@@ -135,7 +197,21 @@ func (k *Keyed[K, V]) upsertLocked(key K, v V, t int64, replace bool) (found boo
 		return false, err
 	}
 	k.keys[key] = h.slot
+	if len(k.putting) > 0 {
+		k.wakePutsForLocked(key)
+	}
 	return false, nil
+}
+
+// wakePutsForLocked wakes the Puts blocked for room to insert key, which is
+// now queued: they can replace it without room.
+func (k *Keyed[K, V]) wakePutsForLocked(key K) {
+	for w, wk := range k.putting {
+		if wk == key && w.list != nil {
+			w.list.remove(w)
+			w.signal()
+		}
+	}
 }
 
 // indexLocked returns the heap index of key's item, or -1 if key is not
@@ -152,7 +228,7 @@ func (k *Keyed[K, V]) indexLocked(key K) int {
 // is not queued. It wakes no blocked taker.
 // The complexity is O(log n) where n = k.Len().
 func (k *Keyed[K, V]) Cancel(key K) (V, bool) {
-	q := k.queue()
+	q := k.queueFor(key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	i := k.indexLocked(key)
@@ -169,7 +245,7 @@ func (k *Keyed[K, V]) Cancel(key K) (V, bool) {
 // old one.
 // The complexity is O(log n) where n = k.Len().
 func (k *Keyed[K, V]) Reschedule(key K, at time.Time) bool {
-	q := k.queue()
+	q := k.queueFor(key)
 	t := q.tick(at)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -184,7 +260,7 @@ func (k *Keyed[K, V]) Reschedule(key K, at time.Time) bool {
 // Get returns key's value and deadline (as Peek returns a deadline), or
 // ok == false if key is not queued.
 func (k *Keyed[K, V]) Get(key K) (v V, at time.Time, ok bool) {
-	q := k.queue()
+	q := k.queueFor(key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	i := k.indexLocked(key)
@@ -203,7 +279,7 @@ func (k *Keyed[K, V]) Deadline(key K) (time.Time, bool) {
 
 // Contains reports whether key is queued.
 func (k *Keyed[K, V]) Contains(key K) bool {
-	q := k.queue()
+	q := k.queueFor(key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	_, ok := k.keys[key]

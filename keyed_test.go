@@ -2,7 +2,9 @@ package delayqueue_test
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -295,4 +297,98 @@ func TestKeyedStressExactlyOnce(t *testing.T) {
 	n := 0
 	left.Range(func(any, any) bool { n++; return true })
 	assert.Equal(t, int(s.Taken+s.Removed), n, "every item that left was seen once")
+}
+
+// requireKeyPanic fails unless f panics with a "delayqueue:" message.
+func requireKeyPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		msg, _ := recover().(string)
+		if !strings.HasPrefix(msg, "delayqueue: Keyed key") {
+			t.Errorf("%s: panic %q, want a delayqueue: message about the key", what, msg)
+		}
+	}()
+	f()
+}
+
+// Regression (found in review): a NaN key is never equal to itself, so
+// every Schedule inserted it anew and its index entries could never be
+// deleted: the index outgrew the queue for good. With K = any, a key of an
+// uncomparable type (a slice) panicked in the map while the queue's mutex
+// was held, leaving the queue locked for ever. Both now panic with a
+// delayqueue: message before the lock is taken, and the queue goes on.
+func TestKeyedRejectsKeysUnequalToThemselves(t *testing.T) {
+	past := time.Now().Add(-time.Second)
+	f := dq.NewKeyed[float64, int]()
+	defer f.Close()
+	requireKeyPanic(t, "Schedule(NaN)", func() { f.Schedule(math.NaN(), 1, past) })
+	requireKeyPanic(t, "Add(NaN)", func() { f.Add(math.NaN(), 1, past) })
+	requireKeyPanic(t, "Cancel(NaN)", func() { f.Cancel(math.NaN()) })
+	_, err := f.Schedule(1.5, 1, past) // ordinary floats work
+	require.NoError(t, err)
+	assert.Equal(t, 1, dq.KeyedIndexLen(f))
+	assert.NoError(t, dq.CheckKeyed(f))
+
+	type pair struct {
+		Name string
+		W    float64
+	}
+	s := dq.NewKeyed[pair, int]()
+	defer s.Close()
+	requireKeyPanic(t, "Schedule(struct with NaN)", func() { s.Schedule(pair{"a", math.NaN()}, 1, past) })
+
+	a := dq.NewKeyed[any, int]()
+	defer a.Close()
+	requireKeyPanic(t, "Schedule([]int)", func() { a.Schedule([]int{1}, 1, past) })
+	requireKeyPanic(t, "Put(map)", func() { a.Put(t.Context(), map[string]int{}, 1, past) })
+	requireKeyPanic(t, "Schedule(any(NaN))", func() { a.Schedule(math.NaN(), 1, past) })
+	requireKeyPanic(t, "Get([]int)", func() { a.Get([]int{1}) })
+	_, err = a.Schedule("ok", 2, past) // the queue is not locked
+	require.NoError(t, err)
+	k, v, ok := a.Poll()
+	assert.True(t, ok)
+	assert.Equal(t, "ok", k)
+	assert.Equal(t, 2, v)
+	assert.Zero(t, dq.KeyedIndexLen(a))
+}
+
+// Regression (found in review): a Put blocked for room was woken only when
+// room appeared, so a Put whose key another Put (or a Schedule) inserted
+// meanwhile stayed blocked although a replacement needs no room. Inserting a
+// key now wakes the Puts blocked for it: both Puts of "b" return, one
+// inserting and one replacing.
+func TestKeyedPutWokenWhenItsKeyIsInserted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := dq.NewKeyed[string, int](dq.WithCapacity(1))
+		defer k.Close()
+		far := time.Now().Add(time.Hour)
+		_, err := k.Schedule("a", 0, far)
+		require.NoError(t, err)
+		replaced := make(chan bool, 3)
+		put := func(key string, v int) {
+			r, err := k.Put(t.Context(), key, v, far)
+			assert.NoError(t, err)
+			replaced <- r
+		}
+		go put("b", 1)
+		synctest.Wait()
+		go put("b", 2)
+		synctest.Wait()
+		go put("c", 3) // blocked for another key: stays blocked
+		synctest.Wait()
+		require.Equal(t, 3, k.Stats().BlockedPuts)
+
+		k.Cancel("a") // room for one insert
+		synctest.Wait()
+		require.Len(t, replaced, 2, "both Puts of b return")
+		assert.ElementsMatch(t, []bool{false, true}, []bool{<-replaced, <-replaced}, "one inserts b, one replaces it")
+		assert.Equal(t, 1, k.Stats().BlockedPuts, "the Put of c still waits for room")
+		assert.Equal(t, 1, k.Len())
+
+		k.Cancel("b")
+		synctest.Wait()
+		assert.False(t, <-replaced, "c is inserted once there is room")
+		assert.True(t, k.Contains("c"))
+	})
 }

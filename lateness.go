@@ -15,13 +15,17 @@ import (
 // takes anyway for the due check, so recording costs no clock read and no
 // allocation.
 //
-// TakeBatch and DrainExpired read the clock once per call, so their items'
-// lateness is measured from when the batch was taken. Take and Poll read it
-// when the head's deadline is past the queue's latest reading, and
-// otherwise reuse that reading for at most 32 items in a row, so single
-// takes working through a backlog are measured against a reading at most
-// 32 hand-outs old (about 3 µs of work), never one from before the backlog,
-// at one clock read per 32 items. An item with the zero deadline
+// Take, TakeBatch and DrainExpired read the clock at the start of every
+// call (and again as they need to, to find a later head due), so their
+// items' lateness is measured from the call that hands them out, however
+// long the caller worked between calls. Poll, the non-blocking hot path,
+// reads the clock only when the head's deadline is past the queue's latest
+// reading, and otherwise reuses that reading for at most 32 items in a
+// row: a tight Poll loop through a backlog is measured against a reading at
+// most 32 hand-outs old, but a Poll after an idle spell, or a slow Poll
+// loop, is measured against the reading some earlier call took, and reads
+// low by up to the time since. Use Take or TakeBatch where lateness figures
+// matter. An item with the zero deadline
 // counts as due since year 1, in the overflow bucket.
 
 // Histogram buckets: [0, 2^latMinExp ns), then each power-of-two range

@@ -230,3 +230,33 @@ func TestLatenessSingleTakesThroughBacklog(t *testing.T) {
 		assert.Equal(t, 59*time.Millisecond, h.Max)
 	})
 }
+
+// Regression (found in review): Take reused the queue's latest clock
+// reading whenever it already showed the head due, so a consumer that works
+// between Takes through a backlog was measured against the first Take's
+// reading: 10 items due at 1 ms, each Take followed by 100 ms of work, and
+// Stats said 0 late where the last was 900 ms late. Take now reads the
+// clock once per call.
+func TestLatenessSlowConsumerWithTake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := dq.New[int]()
+		defer q.Close()
+		due := time.Now().Add(time.Millisecond)
+		for i := range 10 {
+			_, err := q.Offer(i, due)
+			require.NoError(t, err)
+		}
+		time.Sleep(time.Millisecond)
+		for i := range 10 {
+			_, err := q.Take(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, time.Duration(i)*100*time.Millisecond, time.Since(due))
+			time.Sleep(100 * time.Millisecond) // the consumer's work
+		}
+		h := q.Stats().Lateness
+		assert.Equal(t, 900*time.Millisecond, h.Max)
+		// The median (5th of 10) was 400 ms late: within the histogram's
+		// 6.25%.
+		assert.InEpsilon(t, float64(400*time.Millisecond), float64(h.Quantile(0.5)), 0.0625)
+	})
+}

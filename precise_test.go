@@ -746,20 +746,23 @@ func TestPreciseTimerDroppedQueueFDReclaimed(t *testing.T) {
 	start := openFDs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	func() {
-		for i := range n {
-			q := delayqueue.New[int](delayqueue.WithPreciseTimer())
-			if _, err := q.OfferAfter(i, 200*time.Microsecond); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := q.Take(ctx); err != nil {
-				t.Fatal(err)
-			}
+	// The queues stay reachable until the count, so that a collection
+	// during the loop cannot close some of their timerfds early.
+	qs := make([]*delayqueue.Queue[int], n)
+	for i := range qs {
+		q := delayqueue.New[int](delayqueue.WithPreciseTimer())
+		if _, err := q.OfferAfter(i, 200*time.Microsecond); err != nil {
+			t.Fatal(err)
 		}
-	}()
+		if _, err := q.Take(ctx); err != nil {
+			t.Fatal(err)
+		}
+		qs[i] = q
+	}
 	if got := openFDs(t); got != start+n {
 		t.Fatalf("%d fds open, want %d", got, start+n)
 	}
+	runtime.KeepAlive(qs) // and not after
 	preciseEventually(t, func() bool {
 		runtime.GC()
 		return openFDs(t) == start

@@ -22,7 +22,8 @@ import "context"
 // Shutdown needs takers to make progress: with due items and no taker it
 // returns only when ctx is done. If the queue is closed meanwhile (by Close
 // or another Shutdown), Shutdown returns at once with the items still
-// queued, if any. Remove, Reschedule, Peek, Len and Stats keep working
+// queued, if any, and ErrClosed if some of them are due (nil otherwise).
+// Remove, Reschedule, Peek, Len and Stats keep working
 // throughout.
 func (q *Queue[T]) Shutdown(ctx context.Context) ([]Entry[T], error) {
 	q.mustNew()
@@ -34,8 +35,12 @@ func (q *Queue[T]) Shutdown(ctx context.Context) ([]Entry[T], error) {
 		q.wakePuttersLocked()
 	}
 	var err error
-	for !q.closed && q.headDueLocked() {
-		if err = q.awaitLeaveLocked(ctx); err != nil {
+	for q.headDueLocked() {
+		if q.closed {
+			err = ErrClosed // closed under us with items due: not a clean finish
+			break
+		}
+		if err = q.awaitLeaveLocked(ctx, q.getWaiterLocked()); err != nil {
 			break
 		}
 	}

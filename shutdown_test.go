@@ -168,17 +168,19 @@ func TestShutdownWakesBlockedPuts(t *testing.T) {
 }
 
 // Whatever makes the due items go away ends the wait: Remove, Reschedule
-// of the head into the future, Drain, Close.
+// of the head into the future, Drain, Close (which leaves the due item
+// undelivered, so Shutdown says ErrClosed).
 func TestShutdownEndsWhenDueItemsLeaveOtherwise(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		act  func(q *dq.Queue[int], h dq.Handle)
 		rest []int
+		err  error
 	}{
-		{"Remove", func(q *dq.Queue[int], h dq.Handle) { q.Remove(h) }, []int{2}},
-		{"Reschedule", func(q *dq.Queue[int], h dq.Handle) { q.Reschedule(h, time.Now().Add(2*time.Hour)) }, []int{2, 1}},
-		{"Drain", func(q *dq.Queue[int], h dq.Handle) { q.Drain() }, nil},
-		{"Close", func(q *dq.Queue[int], h dq.Handle) { q.Close() }, []int{1, 2}},
+		{"Remove", func(q *dq.Queue[int], h dq.Handle) { q.Remove(h) }, []int{2}, nil},
+		{"Reschedule", func(q *dq.Queue[int], h dq.Handle) { q.Reschedule(h, time.Now().Add(2*time.Hour)) }, []int{2, 1}, nil},
+		{"Drain", func(q *dq.Queue[int], h dq.Handle) { q.Drain() }, nil, nil},
+		{"Close", func(q *dq.Queue[int], h dq.Handle) { q.Close() }, []int{1, 2}, dq.ErrClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -191,7 +193,7 @@ func TestShutdownEndsWhenDueItemsLeaveOtherwise(t *testing.T) {
 				synctest.Wait()
 				r, ok := ready(sd)
 				require.True(t, ok, "Shutdown returned")
-				assert.NoError(t, r.err)
+				assert.Equal(t, tc.err, r.err)
 				assert.Equal(t, tc.rest, values(r.rest))
 			})
 		})
@@ -251,5 +253,35 @@ func TestKeyedShutdown(t *testing.T) {
 		assert.True(t, rest[0].Deadline.Equal(now.Add(time.Hour)))
 		assert.False(t, k.Contains("later"))
 		assert.Zero(t, dq.KeyedIndexLen(k))
+	})
+}
+
+// Regression (found in review): when Close ended Shutdown's wait while
+// items were due, Shutdown returned them with a nil error, which its doc
+// ties to "no due item is left". It now returns ErrClosed with them; with
+// nothing due when the queue closes, the error stays nil.
+func TestShutdownEndedByCloseWithItemsDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := dq.New[int]()
+		now := time.Now()
+		offer(t, q, 1, now.Add(-time.Second)) // due, and nobody takes it
+		offer(t, q, 2, now.Add(time.Hour))
+		sd := goShutdown(context.Background(), q)
+		synctest.Wait()
+		q.Close()
+		synctest.Wait()
+		r, ok := ready(sd)
+		require.True(t, ok)
+		require.Len(t, r.rest, 2)
+		assert.Equal(t, 1, r.rest[0].Value)
+		assert.ErrorIs(t, r.err, dq.ErrClosed)
+
+		// Closed with nothing due: a clean finish.
+		q2 := dq.New[int]()
+		offer(t, q2, 3, now.Add(time.Hour))
+		q2.Close()
+		rest, err := q2.Shutdown(context.Background())
+		assert.NoError(t, err)
+		assert.Len(t, rest, 1)
 	})
 }
