@@ -2,7 +2,6 @@ package redisq
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -117,7 +116,7 @@ func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 	})
 	for i, c := range cmds {
 		r, err := c.Slice()
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if err != nil && isNoScript(err) {
 			r, err = q.run(ctx, scriptAck, msgs[i].ID, msgs[i].token)
 		}
 		switch {

@@ -143,6 +143,47 @@ arm_if_head(mem)
 return {1, due, now}
 `)
 
+// enqueue many: ARGV[2] k, then k times id, payload, "at"|"after", due ms |
+// delay us (as enqueue). Returns {now, due1, ..., duek} with nil (Lua false)
+// for an id that exists (or repeats an earlier id of the batch). All new items get one
+// INCRBY of the sequence, one ZADD and one counter update; the caller keeps
+// k <= enqueueBatch. O(k log n).
+var scriptEnqueueMany = redis.NewScript(luaCommon + `
+local now, frac = now_ms()
+local k = tonumber(ARGV[2])
+local out = {now}
+local new, seen = {}, {}
+for j = 1, k do
+  local b = 2 + (j - 1) * 4
+  local id = ARGV[b + 1]
+  if seen[id] or redis.call('EXISTS', ARGV[1] .. id) == 1 then
+    out[j + 1] = false
+  else
+    seen[id] = true
+    local due = tonumber(ARGV[b + 4])
+    if ARGV[b + 3] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
+    new[#new + 1] = j
+    out[j + 1] = due
+  end
+end
+if #new == 0 then return out end
+local seq = redis.call('INCRBY', KEYS[6], #new) - #new
+local z = {}
+for i, j in ipairs(new) do
+  local b = 2 + (j - 1) * 4
+  local id = ARGV[b + 1]
+  local mem = string.format('%016.0f', seq + i) .. ':' .. id
+  redis.call('HSET', ARGV[1] .. id, 'p', ARGV[b + 2], 'due', out[j + 1], 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
+  z[#z + 1] = out[j + 1]
+  z[#z + 1] = mem
+end
+redis.call('ZADD', KEYS[1], unpack(z))
+redis.call('HINCRBY', KEYS[5], 'enqueued', #new)
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+if head[1] and seen[string.sub(head[1], 18)] then redis.call('ZADD', KEYS[4], 0, 'w') end
+return out
+`)
+
 // claim: ARGV[2] n, ARGV[3] visibility us, ARGV[4] max attempts (0 = no
 // limit), ARGV[5] backoff base us, ARGV[6] backoff max us, ARGV[7] reclaim
 // batch, ARGV[8] the caller's waiter id. Returns {now, next, timed, id,
