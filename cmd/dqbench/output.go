@@ -71,7 +71,7 @@ type Result struct {
 	ServerCmdsPerItem  float64 `json:"server_cmds_per_item,omitempty"`
 	ServerCPUPerItemNs float64 `json:"server_cpu_ns_per_item,omitempty"`
 	IdleCmdsPer10s     float64 `json:"idle_cmds_per_10s,omitempty"`
-	Note          string       `json:"note,omitempty"`
+	Note               string  `json:"note,omitempty"`
 }
 
 // Percentiles of lateness, in nanoseconds.
