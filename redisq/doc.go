@@ -24,10 +24,12 @@
 //	                       (lease deadline), can (cancelled in flight), enq,
 //	                       why (dead items: the reason)
 //	{dq:NAME}:wake   zset  wake marker, member "w"
-//	{dq:NAME}:timer  string with TTL: which waiter owns the next-due timer
+//	{dq:NAME}:timer  string with TTL: which Queue owns the next-due timer
+//	                       ("ID|deadline ms")
 //	{dq:NAME}:stats  hash  counters
 //	{dq:NAME}:late   hash  lateness histogram of deliveries (fixed buckets)
-//	{dq:NAME}:seq    INCR sequence for members and lease tokens
+//	{dq:NAME}:seq    INCR sequence for members (a member's number is also
+//	                       the token of its lease)
 //	{dq:NAME}:w:...  short-lived private wake keys of blocked waiters
 //
 // Zset members are "%016d"-style zero-padded sequence numbers, ":" and the
@@ -76,15 +78,19 @@
 //
 // Consumers block in BZPOPMIN on the wake marker. Enqueue and Reschedule
 // that create a new head of sched, Nack that does, and a claim that leaves due
-// items behind, ZADD the marker: one blocked consumer pops it and claims;
-// the rest keep waiting. Waiting for a future due time is coordinated through
-// the timer key: the first waiter that finds the head in the future becomes
-// its owner (SET PX until due) and sleeps until then; the others wait on the
-// marker for up to the wake cap. An owner that gets work, or leaves Take,
-// gives the timer up and re-arms the marker so another waiter takes it over;
-// a waiter that popped the marker and leaves Take before claiming puts the
-// marker back. This avoids a
-// thundering herd of all consumers at every due time.
+// items behind (unless the claimer's Queue watches for them, below), ZADD
+// the marker: one blocked consumer pops it and claims; the rest keep
+// waiting. Waiting for a future due time is coordinated through the timer
+// key: a claim that finds the head in the future gives the timer to the
+// claimer's Queue (SET PX until due), one of whose Takes waits until then;
+// the others wait on the marker for up to the wake cap. A consumer that got
+// work keeps the timer for its Queue: coming back to Take before the
+// deadline, it waits for it without claiming first, and if no Take of that
+// Queue claims by 1ms past it, a local watch re-arms the marker so another
+// waiter claims. Close gives the timer up and re-arms the marker; a waiter
+// that popped the marker and leaves Take before claiming puts the marker
+// back. This avoids a thundering herd of all consumers at every due time,
+// and at a steady rate each item costs one claim.
 //
 // Redis only checks blocked clients' timeouts once per event-loop pass
 // (every 100ms at the default hz 10 on an idle server), so the timer owner

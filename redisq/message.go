@@ -2,7 +2,7 @@ package redisq
 
 import (
 	"context"
-	"strings"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -100,31 +100,48 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// AckMany acknowledges msgs in one pipelined round trip (plus one more per
-// message whose script had to be reloaded after a server restart). It returns
-// one error per message, each with Ack's meaning; all nil on full success.
+// AckMany acknowledges msgs in one pipelined round trip: one script per 500
+// messages, which reads Redis TIME and updates the counters once (plus one
+// more round trip per script that had to be reloaded after a server restart).
+// It returns one error per message, each with Ack's meaning; all nil on full
+// success. A message listed twice is acked once.
 func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 	errs := make([]error, len(msgs))
 	if len(msgs) == 0 {
 		return errs
 	}
-	cmds := make([]*redis.Cmd, len(msgs))
+	var cmds []*redis.Cmd
+	var argss [][]interface{}
 	_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, m := range msgs {
-			cmds[i] = scriptAck.EvalSha(ctx, p, q.keys, q.mpref, m.ID, m.token)
+		for lo := 0; lo < len(msgs); lo += enqueueBatch {
+			chunk := msgs[lo:min(lo+enqueueBatch, len(msgs))]
+			args := make([]interface{}, 0, 1+2*len(chunk))
+			args = append(args, q.mpref)
+			for _, m := range chunk {
+				args = append(args, m.ID, m.token)
+			}
+			argss = append(argss, args)
+			cmds = append(cmds, scriptAckMany.EvalSha(ctx, p, q.keys, args...))
 		}
 		return nil
 	})
-	for i, c := range cmds {
-		r, err := c.Slice()
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			r, err = q.run(ctx, scriptAck, msgs[i].ID, msgs[i].token)
+	for c, cmd := range cmds {
+		lo := c * enqueueBatch
+		chunk := errs[lo:min(lo+enqueueBatch, len(msgs))]
+		r, err := cmd.Slice()
+		if err != nil && isNoScript(err) {
+			r, err = scriptAckMany.Run(ctx, q.client, q.keys, argss[c]...).Slice()
 		}
-		switch {
-		case err != nil:
-			errs[i] = err
-		case toInt(r[0]) == 0:
-			errs[i] = ErrLeaseLost
+		if err == nil && len(r) != len(chunk) {
+			err = errors.New("redisq: ack many: malformed reply")
+		}
+		for i := range chunk {
+			switch {
+			case err != nil:
+				chunk[i] = err
+			case toInt(r[i]) == 0:
+				chunk[i] = ErrLeaseLost
+			}
 		}
 	}
 	return errs

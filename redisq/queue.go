@@ -61,6 +61,7 @@ type Queue struct {
 	subsec time.Duration
 
 	waitSeq   atomic.Uint64
+	timer     timerState
 	closeCtx  context.Context
 	closeFunc context.CancelFunc
 	closeOnce sync.Once
@@ -117,6 +118,8 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 		return nil, err
 	}
 	q.closeCtx, q.closeFunc = context.WithCancel(context.Background())
+	q.timer.watch = time.AfterFunc(time.Hour, q.timerDue)
+	q.timer.watch.Stop()
 	return q, nil
 }
 
@@ -393,10 +396,12 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 	stop := context.AfterFunc(q.closeCtx, func() { cancel(ErrClosed) })
 	defer stop()
 
-	waiter := q.wpref + "t" + strconv.FormatUint(q.waitSeq.Add(1), 10)
-	owner := false  // the last claim made this call the timer owner
-	popped := false // the last wait consumed the wake marker and no claim followed
+	popped := false          // the last wait consumed the wake marker and no claim followed
+	var waitingFor time.Time // the Queue's deadline this call waits for (zero: none)
 	defer func() {
+		if !waitingFor.IsZero() {
+			q.timerWaitDone(waitingFor, true)
+		}
 		if popped {
 			// We consumed a wake-up meant for some waiter and leave without
 			// claiming: pass it on.
@@ -404,89 +409,97 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 			defer cancel()
 			_ = q.client.ZAdd(c, q.keys[3], redis.Z{Score: 0, Member: "w"}).Err()
 		}
-		if owner {
-			// Leaving while owning the timer: hand it to another waiter now
-			// rather than let them wait for the wake cap.
-			c, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = scriptRelease.Run(c, q.client, q.keys, q.mpref, waiter).Err()
-		}
 	}()
+	// A consumer coming back while this Queue owns the timer waits for its
+	// deadline at once: its last claim found nothing due before it.
+	at, mine := q.timerWait()
 	for {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		msgs, next, timed, err := q.claim(ctx, n, waiter)
-		owner = timed
-		if err == nil {
-			popped = false // the claim acted on the wake-up we consumed
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
+		if !mine {
+			msgs, next, err := q.claim(ctx, n)
+			if err == nil {
+				popped = false // the claim acted on the wake-up we consumed
 			}
-			return nil, err
-		}
-		if len(msgs) > 0 {
-			// Due items may be left that this script did not take (it
-			// leases at most scriptBatch): claim them too, up to n.
-			for len(msgs) < n && next == 0 && ctx.Err() == nil {
-				more, nx, timed, err := q.claim(ctx, n-len(msgs), waiter)
-				owner = timed
-				if err != nil || len(more) == 0 {
-					break
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, context.Cause(ctx)
 				}
-				msgs, next = append(msgs, more...), nx
+				return nil, err
 			}
-			return msgs, nil
+			if len(msgs) > 0 {
+				// Due items may be left that this script did not take (it
+				// leases at most scriptBatch): claim them too, up to n.
+				for len(msgs) < n && next == 0 && ctx.Err() == nil {
+					more, nx, err := q.claim(ctx, n-len(msgs))
+					if err != nil || len(more) == 0 {
+						break
+					}
+					msgs, next = append(msgs, more...), nx
+				}
+				return msgs, nil
+			}
+			if next == 0 {
+				continue // work left behind (e.g. a full reclaim batch)
+			}
+			at, mine = q.timerWait()
 		}
-		wait := q.opt.wakeCap
-		if next == 0 {
-			continue // work left behind (e.g. a full reclaim batch)
-		}
-		if timed && next < wait {
-			wait = next
-		} else {
-			timed = false
+		wait, timed := q.opt.wakeCap, false
+		if mine {
+			waitingFor = at
+			if d := time.Until(at); d < wait {
+				wait, timed = d, true
+			}
 		}
 		if dl, ok := ctx.Deadline(); ok {
 			if d := time.Until(dl); d < wait {
 				wait = d
 			}
 		}
-		if wait < time.Millisecond {
-			continue
-		}
-		if timed && wait <= localWaitMax {
-			// A short wait for a known due time: sleep locally instead of a
-			// BZPOPMIN plus the push that ends it. Each of those is a write
-			// (with appendfsync always, an fsync before the reply); a new
-			// earlier head meanwhile wakes another waiter through the marker.
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+		if wait > 0 {
+			var err error
+			if timed && wait <= localWaitMax {
+				// A short wait for a known due time: sleep locally instead
+				// of a BZPOPMIN plus the push that ends it. Each of those is
+				// a write (with appendfsync always, an fsync before the
+				// reply); a new earlier head meanwhile wakes another waiter
+				// through the marker.
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
+			} else {
+				popped, err = q.block(ctx, wait, timed)
 			}
-			continue
-		}
-		if popped, err = q.block(ctx, wait, timed); err != nil {
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, context.Cause(ctx)
+				}
+				return nil, err
 			}
-			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if mine {
+			q.timerWaitDone(at, false)
+			waitingFor, mine = time.Time{}, false
 		}
 	}
 }
 
 // claim runs the claim script once for up to n items (n may be 0 to only
 // reclaim expired leases). next is the time until the next due item or lease
-// deadline, or -1; timed reports that this caller owns the timer for next.
-func (q *Queue) claim(ctx context.Context, n int, waiter string) ([]*Message, time.Duration, bool, error) {
+// deadline, or -1. When the claim gave this Queue the timer, it records the
+// deadline (see timerState).
+func (q *Queue) claim(ctx context.Context, n int) ([]*Message, time.Duration, error) {
 	r, err := q.run(ctx, scriptClaim, n, delayUS(q.opt.visibility), q.opt.maxAttempts,
-		delayUS(q.opt.backoffBase), delayUS(q.opt.backoffMax), q.opt.reclaimBatch, waiter)
+		delayUS(q.opt.backoffBase), delayUS(q.opt.backoffMax), q.opt.reclaimBatch, q.timerID(), "1")
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, err
 	}
 	now := toInt(r[0])
 	next := time.Duration(-1)
@@ -495,6 +508,16 @@ func (q *Queue) claim(ctx context.Context, n int, waiter string) ([]*Message, ti
 			v = int64(24 * time.Hour / time.Millisecond) // avoid Duration overflow
 		}
 		next = time.Duration(v) * time.Millisecond
+	}
+	switch {
+	case toInt(r[2]) == 1:
+		q.ownTimer(time.Now().Add(next))
+	case next > 0:
+		q.dropTimer() // another Queue acts first
+	case next == 0 && len(r) > 3:
+		// Due work is left and the script left it to us (ARGV[9]): a
+		// consumer of ours coming back claims it, else the watch rings.
+		q.ownTimer(time.Now())
 	}
 	var msgs []*Message
 	for i := 3; i+5 < len(r); i += 6 {
@@ -510,7 +533,7 @@ func (q *Queue) claim(ctx context.Context, n int, waiter string) ([]*Message, ti
 			token:     r[i+4].(string),
 		})
 	}
-	return msgs, next, toInt(r[2]) == 1, nil
+	return msgs, next, nil
 }
 
 // block waits on the wake marker and this waiter's private key for at most
@@ -664,5 +687,6 @@ func (q *Queue) Close() error {
 		q.closeFunc()
 	})
 	q.active.Wait()
+	q.closeTimer()
 	return nil
 }

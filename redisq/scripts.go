@@ -143,97 +143,158 @@ arm_if_head(mem)
 return {1, due, now}
 `)
 
+// enqueue many: ARGV[2] k, then k times id, payload, "at"|"after", due ms |
+// delay us (as enqueue). Returns {now, due1, ..., duek} with nil (Lua false)
+// for an id that exists (or repeats an earlier id of the batch). All new items get one
+// INCRBY of the sequence, one ZADD and one counter update; the caller keeps
+// k <= enqueueBatch. O(k log n).
+var scriptEnqueueMany = redis.NewScript(luaCommon + `
+local now, frac = now_ms()
+local k = tonumber(ARGV[2])
+local out = {now}
+local new, seen = {}, {}
+for j = 1, k do
+  local b = 2 + (j - 1) * 4
+  local id = ARGV[b + 1]
+  if seen[id] or redis.call('EXISTS', ARGV[1] .. id) == 1 then
+    out[j + 1] = false
+  else
+    seen[id] = true
+    local due = tonumber(ARGV[b + 4])
+    if ARGV[b + 3] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
+    new[#new + 1] = j
+    out[j + 1] = due
+  end
+end
+if #new == 0 then return out end
+local seq = redis.call('INCRBY', KEYS[6], #new) - #new
+local z = {}
+for i, j in ipairs(new) do
+  local b = 2 + (j - 1) * 4
+  local id = ARGV[b + 1]
+  local mem = string.format('%016.0f', seq + i) .. ':' .. id
+  redis.call('HSET', ARGV[1] .. id, 'p', ARGV[b + 2], 'due', out[j + 1], 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
+  z[#z + 1] = out[j + 1]
+  z[#z + 1] = mem
+end
+redis.call('ZADD', KEYS[1], unpack(z))
+redis.call('HINCRBY', KEYS[5], 'enqueued', #new)
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+if head[1] and seen[string.sub(head[1], 18)] then redis.call('ZADD', KEYS[4], 0, 'w') end
+return out
+`)
+
 // claim: ARGV[2] n, ARGV[3] visibility us, ARGV[4] max attempts (0 = no
 // limit), ARGV[5] backoff base us, ARGV[6] backoff max us, ARGV[7] reclaim
-// batch, ARGV[8] the caller's waiter id. Returns {now, next, timed, id,
-// payload, attempts, due, token, deadline, ...} where next is ms until the
-// earliest due item or lease deadline (-1: none, 0: work is waiting now;
-// at most MAXWAIT) and timed is 1 when the caller became the timer owner and
-// should wake at next (else it waits on the marker for up to the wake cap).
+// batch, ARGV[8] the caller's timer id (its Queue value), ARGV[9] "1" when
+// the caller watches for due work this claim leaves (see timerState).
+// Returns {now,
+// next, timed, id, payload, attempts, due, token, deadline, ...} where next
+// is ms until the earliest due item or lease deadline (-1: none, 0: work is
+// waiting now; at most MAXWAIT) and timed is 1 when the caller's Queue now
+// owns the timer and must act at next (claim, or ring the marker).
 // Bounded whatever the arguments: at most scriptBatch expired leases and
 // scriptBatch due items.
+//
+// The common case costs few commands: one ZRANGE reads the lease head (and
+// only an expired one leads to the reclaim loop), one ZRANGE reads the due
+// items together with the next head, the claimed items leave sched in one
+// ZREMRANGEBYRANK and enter lease in one ZADD, each item costs one HMGET and
+// one HSET, and the timer is taken with one SET ... GET. The lease token is
+// the member's sequence number, unique per lease since every return to
+// sched takes a new member.
 var scriptClaim = redis.NewScript(luaCommon + luaLateness + `
 local now, frac = now_ms()
 local mp = ARGV[1]
 local n = math.min(tonumber(ARGV[2]), ` + scriptBatchLua + `)
-local vis = tonumber(ARGV[3])
-local maxatt = tonumber(ARGV[4])
-local base = tonumber(ARGV[5])
-local bmax = tonumber(ARGV[6])
-local rb = math.min(tonumber(ARGV[7]), ` + scriptBatchLua + `)
 local rearm = false
-local exp = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, rb)
-for _, mem in ipairs(exp) do
-  local id = string.sub(mem, 18)
-  local h = mp .. id
-  redis.call('ZREM', KEYS[2], mem)
-  local f = redis.call('HMGET', h, 'att', 'can')
-  local att = tonumber(f[1]) or 0
-  if f[2] == '1' then
-    redis.call('DEL', h)
-    redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
-  elseif maxatt > 0 and att >= maxatt then
-    to_dead(h, mem, now, 'max attempts: lease expired')
-  else
-    to_sched(h, id, after(now, frac, backoff(att, base, bmax)))
-    redis.call('HINCRBY', KEYS[5], 'expired', 1)
-  end
-end
-if #exp == rb then rearm = true end
-local out = {now, -1, 0}
-if n > 0 then
-  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, n)
-  local dl = after(now, frac, vis)
-  for i = 1, #due, 2 do
-    local mem = due[i]
+local lh = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if lh[1] and tonumber(lh[2]) <= now then
+  local maxatt = tonumber(ARGV[4])
+  local base = tonumber(ARGV[5])
+  local bmax = tonumber(ARGV[6])
+  local rb = math.min(tonumber(ARGV[7]), ` + scriptBatchLua + `)
+  local exp = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, rb)
+  for _, mem in ipairs(exp) do
     local id = string.sub(mem, 18)
     local h = mp .. id
-    local tok = tostring(redis.call('INCR', KEYS[6]))
-    redis.call('ZREM', KEYS[1], mem)
-    redis.call('ZADD', KEYS[2], dl, mem)
-    local att = redis.call('HINCRBY', h, 'att', 1)
-    redis.call('HSET', h, 'st', 'l', 'tok', tok, 'dl', dl)
-    local p = redis.call('HGET', h, 'p')
+    redis.call('ZREM', KEYS[2], mem)
+    local f = redis.call('HMGET', h, 'att', 'can')
+    local att = tonumber(f[1]) or 0
+    if f[2] == '1' then
+      redis.call('DEL', h)
+      redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
+    elseif maxatt > 0 and att >= maxatt then
+      to_dead(h, mem, now, 'max attempts: lease expired')
+    else
+      to_sched(h, id, after(now, frac, backoff(att, base, bmax)))
+      redis.call('HINCRBY', KEYS[5], 'expired', 1)
+    end
+  end
+  if #exp == rb then rearm = true end
+  lh = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+end
+local out = {now, -1, 0}
+local sch = redis.call('ZRANGE', KEYS[1], 0, n, 'WITHSCORES')
+local k = 0
+while k < n and sch[2 * k + 1] and tonumber(sch[2 * k + 2]) <= now do k = k + 1 end
+local dl = after(now, frac, tonumber(ARGV[3]))
+if k > 0 then
+  local z = {}
+  for i = 1, k do
+    local mem = sch[2 * i - 1]
+    local id = string.sub(mem, 18)
+    local h = mp .. id
+    local tok = string.sub(mem, 1, 16)
+    local f = redis.call('HMGET', h, 'p', 'att')
+    local att = (tonumber(f[2]) or 0) + 1
+    redis.call('HSET', h, 'st', 'l', 'tok', tok, 'dl', dl, 'att', att)
+    z[2 * i - 1] = dl
+    z[2 * i] = mem
     out[#out + 1] = id
-    out[#out + 1] = p
+    out[#out + 1] = f[1]
     out[#out + 1] = att
-    out[#out + 1] = tonumber(due[i + 1])
+    out[#out + 1] = tonumber(sch[2 * i])
     out[#out + 1] = tok
     out[#out + 1] = dl
   end
-  if #due > 0 then redis.call('HINCRBY', KEYS[5], 'delivered', #due / 2) end
-  record_lateness(due, now)
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, k - 1)
+  redis.call('ZADD', KEYS[2], unpack(z))
+  redis.call('HINCRBY', KEYS[5], 'delivered', k)
+  record_lateness(sch, k, now)
 end
 local nxt = -1
-local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if head[1] then
-  local d = tonumber(head[2]) - now
-  if d <= 0 then d = 0; if n > 0 then rearm = true end end
+if sch[2 * k + 1] then
+  local d = tonumber(sch[2 * k + 2]) - now
+  -- Due work is left: wake a waiter for it, unless this claim leased
+  -- items and the caller watches for it (its Queue rings the marker
+  -- unless one of its consumers claims again first).
+  if d <= 0 then d = 0; if n > 0 and (k == 0 or ARGV[9] ~= '1') then rearm = true end end
   nxt = d
 end
-local lh = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-if lh[1] then
-  local d = tonumber(lh[2]) - now
+local lhd = nil
+if lh[1] then lhd = tonumber(lh[2]) end
+if k > 0 and (not lhd or dl < lhd) then lhd = dl end
+if lhd then
+  local d = lhd - now
   if d < 0 then d = 0 end
   if nxt < 0 or d < nxt then nxt = d end
 end
 if nxt > MAXWAIT then nxt = MAXWAIT end
--- One consumer at a time waits for the next due time (timer owner); the
--- others wait on the marker, which the owner re-arms if it leaves due work.
+-- One Queue at a time owns the timer (value "ID|deadline ms") and acts at
+-- the deadline; the others' waiters wait on the marker. Take it unless
+-- another Queue acts no later than we would.
 local timed = 0
-local mine = redis.call('GET', KEYS[7]) == ARGV[8]
-if #out > 3 and mine then
-  -- this consumer is busy now: give up the timer
-  redis.call('DEL', KEYS[7])
-end
 if nxt > 0 then
-  local pttl = redis.call('PTTL', KEYS[7])
-  if pttl < 0 or pttl > nxt or (mine and #out == 3) then
-    if #out > 3 then
-      rearm = true -- wake a waiter to own the timer
-    else
-      redis.call('SET', KEYS[7], ARGV[8], 'PX', string.format('%d', nxt))
-      timed = 1
+  local at = now + nxt
+  local old = redis.call('SET', KEYS[7], ARGV[8] .. '|' .. string.format('%d', at), 'PX', string.format('%d', nxt), 'GET')
+  timed = 1
+  if old then
+    local bar = string.find(old, '|', 1, true)
+    local odl = bar and tonumber(string.sub(old, bar + 1))
+    if odl and string.sub(old, 1, bar - 1) ~= ARGV[8] and odl > now and odl <= at then
+      redis.call('SET', KEYS[7], old, 'PX', string.format('%d', odl - now))
+      timed = 0
     end
   end
 end
@@ -272,6 +333,37 @@ redis.call('DEL', h)
 redis.call('HINCRBY', KEYS[5], 'acked', 1)
 redis.call('SET', tomb, '1', 'PX', ` + ackTombstoneMS + `)
 return {1}
+`)
+
+// ack many: ARGV[2], ARGV[3], ... pairs of id and token. Returns {r1, ...}:
+// 1 acked (or already acked: tombstone), 0 lease lost, each as ack. One
+// TIME, one ZREM, one DEL and one counter update for the whole batch; the
+// caller keeps it at most enqueueBatch pairs. O(k log n).
+var scriptAckMany = redis.NewScript(luaCommon + `
+local now = now_ms()
+local tp = string.sub(ARGV[1], 1, -3) .. 'a:'
+local out, mems, hs, done = {}, {}, {}, {}
+for j = 2, #ARGV, 2 do
+  local id, tok = ARGV[j], ARGV[j + 1]
+  local h = ARGV[1] .. id
+  local f = {}
+  if not done[h] then f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem') end
+  if f[1] ~= 'l' or f[2] ~= tok or tonumber(f[3]) <= now then
+    if done[h] == tok or redis.call('EXISTS', tp .. tok) == 1 then out[#out + 1] = 1 else out[#out + 1] = 0 end
+  else
+    done[h] = tok
+    mems[#mems + 1] = f[4]
+    hs[#hs + 1] = h
+    redis.call('SET', tp .. tok, '1', 'PX', ` + ackTombstoneMS + `)
+    out[#out + 1] = 1
+  end
+end
+if #hs > 0 then
+  redis.call('ZREM', KEYS[2], unpack(mems))
+  redis.call('DEL', unpack(hs))
+  redis.call('HINCRBY', KEYS[5], 'acked', #hs)
+end
+return out
 `)
 
 // ackTombstoneMS is how long an applied ack is remembered: long enough for a
@@ -361,10 +453,11 @@ out[8] = redis.call('HGETALL', KEYS[8])
 return out
 `)
 
-// release: ARGV[2] waiter id. A timer owner leaving Take gives up the timer
-// and wakes another waiter to take it over.
+// release: ARGV[2] timer id. A Queue closing while it owns the timer gives
+// it up and wakes another waiter to take it over.
 var scriptRelease = redis.NewScript(`
-if redis.call('GET', KEYS[7]) == ARGV[2] then
+local v = redis.call('GET', KEYS[7])
+if v and string.sub(v, 1, #ARGV[2] + 1) == ARGV[2] .. '|' then
   redis.call('DEL', KEYS[7])
   redis.call('ZADD', KEYS[4], 0, 'w')
 end

@@ -57,9 +57,10 @@ func countersFrom(m map[string]int64) StatsCounters {
 var latenessBoundsMS = []int64{0, 1, 2, 5, 10, 25, 50, 100, 250, 500,
 	1000, 2500, 5000, 10000, 30000, 60000, 300000, 3600000}
 
-// luaLateness defines record_lateness(due, now): it adds the deliveries of
-// one claim (due is ZRANGEBYSCORE's WITHSCORES reply) to the histogram in
-// KEYS[8], with one HINCRBY per bucket touched. O(len(due)·buckets) in Lua.
+// luaLateness defines record_lateness(due, k, now): it adds the deliveries
+// of one claim (the first k members of due, a WITHSCORES reply) to the
+// histogram in KEYS[8], with one HINCRBY per bucket touched and one for a
+// non-zero sum. O(k·buckets) in Lua.
 var luaLateness = func() string {
 	b := make([]string, len(latenessBoundsMS))
 	for i, v := range latenessBoundsMS {
@@ -67,10 +68,9 @@ var luaLateness = func() string {
 	}
 	return `
 local late_bounds = {` + strings.Join(b, ", ") + `}
-local function record_lateness(due, now)
-  if #due == 0 then return end
+local function record_lateness(due, k, now)
   local counts, sum = {}, 0
-  for i = 2, #due, 2 do
+  for i = 2, 2 * k, 2 do
     local l = now - tonumber(due[i])
     if l < 0 then l = 0 end
     sum = sum + l
@@ -87,7 +87,7 @@ local function record_lateness(due, now)
       redis.call('HINCRBY', KEYS[8], f, counts[j])
     end
   end
-  redis.call('HINCRBY', KEYS[8], 'sum', sum)
+  if sum > 0 then redis.call('HINCRBY', KEYS[8], 'sum', sum) end
 end
 `
 }()

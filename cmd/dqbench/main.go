@@ -94,6 +94,9 @@ type options struct {
 	// -impl redis
 	redisAddr  string
 	redisItems int
+	redisBatch int
+	delayMax   time.Duration
+	asynqCheck time.Duration
 	wakeCap    time.Duration
 	set        map[string]bool // flags given on the command line
 }
@@ -119,6 +122,9 @@ func main() {
 	flag.DurationVar(&o.idleFor, "idle", time.Second, "idle: real time over which CPU use is measured (-impl redis: length of the idle phase, 5s unless given; 0 skips it)")
 	flag.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "-impl redis: Redis address (a scratch server: keys dqbench-* are created and deleted)")
 	flag.IntVar(&o.redisItems, "redis-items", 20_000, "-impl redis: items in the backlog phase (enqueue/s, then delivered+acked/s; 0 skips it)")
+	flag.IntVar(&o.redisBatch, "redis-batch", 100, "-impl redis: the backlog phase also runs EnqueueMany(this many) by the producers and TakeBatch(this many)+AckMany by the consumers (0 skips)")
+	flag.DurationVar(&o.delayMax, "delay-max", 0, "steady: when > -delay, each item's delay is uniform in [-delay, -delay-max]")
+	flag.DurationVar(&o.asynqCheck, "asynq-check", 0, "-impl asynq: asynq.Config.DelayedTaskCheckInterval (0: asynq's default, 5s)")
 	flag.DurationVar(&o.wakeCap, "wake-cap", time.Second, "-impl redis: redisq.WithWakeCap in the idle phase (the other phases use redisq's default)")
 	flag.BoolVar(&o.md, "md", false, "print markdown tables")
 	flag.BoolVar(&o.hist, "hist", true, "print a lateness histogram per implementation")
@@ -156,7 +162,7 @@ func main() {
 	}
 
 	rep := Report{Meta: o.meta()}
-	if o.impl == "redis" {
+	if o.isRedis() {
 		rs, err := runRedis(&o, &rep.Meta)
 		rep.Results = rs
 		if err != nil {
@@ -230,7 +236,7 @@ func (o *options) check() error {
 	}
 	for _, s := range strings.Split(o.impl, ",") {
 		switch s {
-		case "delayqueue", "afterfunc", "heapcond", "floor", "all", "redis":
+		case "delayqueue", "afterfunc", "heapcond", "floor", "all", "redis", "asynq":
 		default:
 			return fmt.Errorf("unknown -impl %q", s)
 		}
@@ -368,7 +374,7 @@ func (o *options) title() string {
 	if o.payload > 0 {
 		pay = fmt.Sprintf(", %d B payload", max(8, o.payload))
 	}
-	if o.impl == "redis" {
+	if o.isRedis() {
 		return o.redisTitle(take, pay)
 	}
 	switch o.mode {

@@ -63,7 +63,15 @@ type Result struct {
 	StatsLateness *Percentiles `json:"stats_lateness_ns,omitempty"`
 	Histogram     []Bucket     `json:"histogram,omitempty"`
 	RedisIdle     *RedisIdle   `json:"redis_idle,omitempty"` // -impl redis idle phase
-	Note          string       `json:"note,omitempty"`
+	// -impl redis/asynq: the whole Redis server's commands (scripts' own
+	// calls included) and CPU over the measured phase (-1: unknown), per
+	// item; for an idle phase, commands per 10 s.
+	ServerCmds         int64   `json:"server_cmds,omitempty"`
+	ServerCPUNs        int64   `json:"server_cpu_ns,omitempty"`
+	ServerCmdsPerItem  float64 `json:"server_cmds_per_item,omitempty"`
+	ServerCPUPerItemNs float64 `json:"server_cpu_ns_per_item,omitempty"`
+	IdleCmdsPer10s     float64 `json:"idle_cmds_per_10s,omitempty"`
+	Note               string  `json:"note,omitempty"`
 }
 
 // Percentiles of lateness, in nanoseconds.
@@ -145,6 +153,12 @@ func (rep *Report) print(w io.Writer, o *options) {
 	for _, r := range redisIdle {
 		writeRedisIdle(w, o, r)
 	}
+	for _, r := range idle {
+		if r.IdleCmdsPer10s > 0 {
+			fmt.Fprintf(w, "%s: redis-server commands per 10 s idle: %.1f\n", r.Name, r.IdleCmdsPer10s)
+		}
+	}
+	writeVersus(w, o, rep.Results)
 	if o.hist {
 		for _, r := range rows {
 			if len(r.Histogram) == 0 {
@@ -173,7 +187,7 @@ func deliveredCell(r Result) string {
 
 func notes(w io.Writer, rs []Result) {
 	for _, r := range rs {
-		if strings.HasPrefix(r.Name, "redis") {
+		if strings.HasPrefix(r.Name, "redis") || strings.HasPrefix(r.Name, "asynq") {
 			// Many notes: one per line.
 			for _, n := range strings.Split(r.Note, "; ") {
 				if n != "" {

@@ -48,16 +48,26 @@ type redisRun struct {
 	prefix string // queue names: prefix + phase
 }
 
-func (o *options) checkRedis() error {
-	has := false
+// redisImpls lists the Redis-backed implementations in -impl, in order:
+// "redis" (redisq) and "asynq" (hibiken/asynq), alone or together.
+func (o *options) redisImpls() []string {
+	var r []string
 	for _, s := range strings.Split(o.impl, ",") {
-		has = has || s == "redis"
+		if s == "redis" || s == "asynq" {
+			r = append(r, s)
+		}
 	}
-	if !has {
+	return r
+}
+
+func (o *options) isRedis() bool { return len(o.redisImpls()) > 0 }
+
+func (o *options) checkRedis() error {
+	if !o.isRedis() {
 		return nil
 	}
-	if o.impl != "redis" {
-		return fmt.Errorf("-impl redis cannot be combined with other implementations")
+	if len(o.redisImpls()) != len(strings.Split(o.impl, ",")) {
+		return fmt.Errorf("-impl redis and asynq cannot be combined with in-process implementations")
 	}
 	if !o.set["mode"] {
 		o.mode = "steady"
@@ -80,8 +90,11 @@ func (o *options) checkRedis() error {
 	if o.batch > redisq.MaxBatch {
 		return fmt.Errorf("-impl redis: -batch %d > %d", o.batch, redisq.MaxBatch)
 	}
-	if o.redisItems < 0 || o.idleFor < 0 {
-		return fmt.Errorf("-redis-items and -idle must be >= 0")
+	if o.redisItems < 0 || o.idleFor < 0 || o.redisBatch < 0 || o.redisBatch > redisq.MaxBatch {
+		return fmt.Errorf("-redis-items and -idle must be >= 0, -redis-batch in 0..%d", redisq.MaxBatch)
+	}
+	if o.mode == "steady" && o.delayMax > 0 && o.delayMax < o.delay {
+		return fmt.Errorf("-delay-max must be >= -delay")
 	}
 	if o.wakeCap < 10*time.Millisecond {
 		return fmt.Errorf("-wake-cap must be >= 10ms")
@@ -107,9 +120,13 @@ func (o *options) redisTitle(take, pay string) string {
 	if o.idleFor > 0 {
 		ph = append(ph, idle)
 	}
-	ph = append(ph, fmt.Sprintf("steady: %s items/s, each due %v after EnqueueAfter, for %v; %d producer(s), %d consumer(s)",
-		group(int64(o.rate)), o.delay, o.duration, o.producers, o.consumers))
-	return fmt.Sprintf("redis (%s%s): %s", take, pay, strings.Join(ph, "; "))
+	delay := o.delay.String()
+	if o.delayMax > o.delay {
+		delay = o.delay.String() + "-" + o.delayMax.String()
+	}
+	ph = append(ph, fmt.Sprintf("steady: %s items/s, each due %s after EnqueueAfter, for %v; %d producer(s), %d consumer(s)",
+		group(int64(o.rate)), delay, o.duration, o.producers, o.consumers))
+	return fmt.Sprintf("%s (%s%s): %s", strings.Join(o.redisImpls(), " vs "), take, pay, strings.Join(ph, "; "))
 }
 
 func (o *options) backlogProducers() int {
@@ -140,20 +157,35 @@ func runRedis(o *options, meta *Meta) ([]Result, error) {
 		}
 	}()
 
-	var rs []Result
-	phases := []func() (Result, error){}
+	// Phase by phase, each implementation in turn, so that both see the
+	// machine in about the same state.
+	type phase struct {
+		impl string
+		run  func() ([]Result, error)
+	}
+	var phases []phase
+	add := func(redis, asynq func() ([]Result, error)) {
+		for _, impl := range o.redisImpls() {
+			if impl == "redis" {
+				phases = append(phases, phase{impl, redis})
+			} else {
+				phases = append(phases, phase{impl, asynq})
+			}
+		}
+	}
 	if o.mode == "steady" && o.redisItems > 0 {
-		phases = append(phases, run.backlog)
+		add(run.backlog, run.asynqBacklog)
 	}
 	if o.idleFor > 0 || o.mode == "idle" {
-		phases = append(phases, run.idle)
+		add(one(run.idle), run.asynqIdle)
 	}
 	if o.mode == "steady" {
-		phases = append(phases, run.steady)
+		add(one(run.steady), run.asynqSteady)
 	}
+	var rs []Result
 	for _, ph := range phases {
-		r, err := ph()
-		rs = append(rs, r)
+		r, err := ph.run()
+		rs = append(rs, r...)
 		if err != nil {
 			return rs, err
 		}
@@ -162,6 +194,13 @@ func runRedis(o *options, meta *Meta) ([]Result, error) {
 		}
 	}
 	return rs, nil
+}
+
+func one(f func() (Result, error)) func() ([]Result, error) {
+	return func() ([]Result, error) {
+		r, err := f()
+		return []Result{r}, err
+	}
 }
 
 // serverInfo describes the server ("" if unreachable).
@@ -205,14 +244,6 @@ func serverCPU(ctx context.Context, c *redis.Client) time.Duration {
 	return time.Duration((u + s) * 1e9)
 }
 
-func serverCPUNote(ctx context.Context, c *redis.Client, c0 time.Duration) string {
-	c1 := serverCPU(ctx, c)
-	if c0 < 0 || c1 < 0 {
-		return ""
-	}
-	return "redis-server CPU " + dur(int64(c1-c0))
-}
-
 // commandCalls returns INFO commandstats call counts by command (nil: not
 // available).
 func commandCalls(ctx context.Context, c *redis.Client) map[string]int64 {
@@ -232,10 +263,11 @@ func commandCalls(ctx context.Context, c *redis.Client) map[string]int64 {
 	return m
 }
 
-// perItemNote describes the commands sent per delivered item in the steady
-// phase: by the producers and consumers (go-redis hook, which sees only
-// what they send under their own contexts) and by the server's count.
-func perItemNote(h *redisprobe.CountHook, o *options, c0, c1 map[string]int64, items int) string {
+// perItemNote describes the commands the producers and consumers sent per
+// delivered item in the steady phase (go-redis hook, which sees only what
+// they send under their own contexts; the server's own count, scripts' calls
+// included, is in setServer's note).
+func perItemNote(h *redisprobe.CountHook, o *options, items int) string {
 	if items == 0 {
 		return ""
 	}
@@ -251,14 +283,8 @@ func perItemNote(h *redisprobe.CountHook, o *options, c0, c1 map[string]int64, i
 		other += c.Other
 	}
 	f := func(n int64) string { return strconv.FormatFloat(float64(n)/float64(items), 'f', 2, 64) }
-	s := fmt.Sprintf("commands per delivered item (go-redis hook): producers %s, consumers %s = %s scripts (claims, acks) + %s BZPOPMIN + %s other",
+	return fmt.Sprintf("commands sent per delivered item (go-redis hook): producers %s, consumers %s = %s scripts (claims, acks) + %s BZPOPMIN + %s other",
 		f(prod), f(scripts+bz+other), f(scripts), f(bz), f(other))
-	if c0 != nil && c1 != nil {
-		ev := c1["evalsha"] + c1["eval"] - c0["evalsha"] - c0["eval"]
-		s += fmt.Sprintf(", server-wide (INFO commandstats) %s EVALSHA/EVAL + %s BZPOPMIN",
-			f(ev), f(c1["bzpopmin"]-c0["bzpopmin"]))
-	}
-	return s
 }
 
 // cleanup deletes every key of this run's queues and returns how many are
@@ -266,26 +292,42 @@ func perItemNote(h *redisprobe.CountHook, o *options, c0, c1 map[string]int64, i
 func (r *redisRun) cleanup() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pattern := "{dq:" + r.prefix + "*"
 	del := func() int {
 		n := 0
-		iter := r.c.Scan(ctx, 0, pattern, 1000).Iterator()
-		var batch []string
-		for iter.Next(ctx) {
-			batch = append(batch, iter.Val())
-			n++
-			if len(batch) == 500 {
-				r.c.Unlink(ctx, batch...)
-				batch = batch[:0]
-			}
-		}
-		if len(batch) > 0 {
-			r.c.Unlink(ctx, batch...)
+		for _, pattern := range []string{"{dq:" + r.prefix + "*", "asynq:{" + r.prefix + "*"} {
+			n += r.scanDelete(ctx, pattern)
 		}
 		return n
 	}
 	del()
+	if qs, err := r.c.SMembers(ctx, "asynq:queues").Result(); err == nil {
+		for _, q := range qs {
+			if strings.HasPrefix(q, r.prefix) {
+				r.c.SRem(ctx, "asynq:queues", q)
+			}
+		}
+	}
 	return del()
+}
+
+// scanDelete deletes the keys matching pattern and returns how many it
+// found.
+func (r *redisRun) scanDelete(ctx context.Context, pattern string) int {
+	n := 0
+	iter := r.c.Scan(ctx, 0, pattern, 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		n++
+		if len(batch) == 500 {
+			r.c.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		r.c.Unlink(ctx, batch...)
+	}
+	return n
 }
 
 func (r *redisRun) newQueue(phase string, opts ...redisq.Option) (*redisq.Queue, error) {
@@ -332,12 +374,26 @@ func payload(o *options, i int) []byte {
 }
 
 // backlog: enqueue throughput, then delivered+acked throughput draining the
-// backlog with o.consumers consumers.
-func (r *redisRun) backlog() (Result, error) {
+// backlog with o.consumers consumers; with -redis-batch, again with
+// EnqueueMany and TakeBatch+AckMany.
+func (r *redisRun) backlog() ([]Result, error) {
+	res, err := r.backlogWith("redis/backlog", 1, r.o.batch)
+	rs := []Result{res}
+	if err != nil || r.o.redisBatch <= 1 {
+		return rs, err
+	}
+	res, err = r.backlogWith("redis/backlog-batch", r.o.redisBatch, r.o.redisBatch)
+	return append(rs, res), err
+}
+
+// backlogWith runs one backlog phase: producers enqueue in batches of
+// enq (1: EnqueueAfter, else EnqueueMany), consumers take batches of take
+// (1: Take+Ack, else TakeBatch+AckMany).
+func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	o := r.o
 	n := o.redisItems
-	res := Result{Name: "redis/backlog", Kind: "queue", Mode: "backlog", Items: n, HeapPerItem: -1}
-	q, err := r.newQueue("backlog")
+	res := Result{Name: name, Kind: "queue", Mode: "backlog", Items: n, HeapPerItem: -1}
+	q, err := r.newQueue(strings.TrimPrefix(name, "redis/"))
 	if err != nil {
 		res.Note = err.Error()
 		return res, err
@@ -347,7 +403,7 @@ func (r *redisRun) backlog() (Result, error) {
 	start := time.Now()
 	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
 	defer stopProgress()
-	cpu0, scpu0 := cpuTime(), serverCPU(r.ctx, r.c)
+	cpu0, s0 := cpuTime(), snapServer(r.ctx, r.c)
 
 	// Enqueue as fast as the producers can, all items due at once.
 	var next atomic.Int64
@@ -357,16 +413,17 @@ func (r *redisRun) backlog() (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || errs.Load() != nil {
+			for errs.Load() == nil {
+				lo := int(next.Add(int64(enq)) - int64(enq))
+				hi := min(lo+enq, n)
+				if lo >= n {
 					return
 				}
-				if _, err := q.EnqueueAfter(r.ctx, strconv.Itoa(i), payload(o, i), 0); err != nil {
+				if err := enqueueRange(r.ctx, q, o, lo, hi); err != nil {
 					errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
 					return
 				}
-				offered.Add(1)
+				offered.Add(int64(hi - lo))
 			}
 		}()
 	}
@@ -374,6 +431,7 @@ func (r *redisRun) backlog() (Result, error) {
 	el := time.Since(start)
 	res.OfferSeconds = el.Seconds()
 	res.OfferRate = float64(offered.Load()) / el.Seconds()
+	s1 := snapServer(r.ctx, r.c)
 	if err, _ := errs.Load().(error); err != nil {
 		res.Note = err.Error()
 		return res, err
@@ -390,7 +448,7 @@ func (r *redisRun) backlog() (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			consumer(ctx, q, o.batch, func(_ time.Time, ms []*redisq.Message) {
+			consumer(ctx, q, take, func(_ time.Time, ms []*redisq.Message) {
 				for _, m := range ms {
 					i, _ := strconv.Atoi(m.ID)
 					if !seen[i].CompareAndSwap(false, true) {
@@ -422,15 +480,16 @@ func (r *redisRun) backlog() (Result, error) {
 	if n > 0 {
 		res.CPUPerItemNs = res.CPUSeconds * 1e9 / float64(n)
 	}
-	how := "Take+Ack"
-	if o.batch > 1 {
-		how = fmt.Sprintf("TakeBatch(%d)+AckMany", o.batch)
+	how, put := "Take+Ack", "EnqueueAfter"
+	if take > 1 {
+		how = fmt.Sprintf("TakeBatch(%d)+AckMany", take)
 	}
-	res.Note = joinNote(res.Note, fmt.Sprintf("offer/s = EnqueueAfter by %d producers (%v), deliver/s = %s by %d consumers (%v); CPU: this process's, per item enqueued+taken+acked",
-		o.backlogProducers(), el.Round(time.Millisecond), how, o.consumers, drain.Round(time.Millisecond)))
-	if s := serverCPUNote(r.ctx, r.c, scpu0); s != "" {
-		res.Note = joinNote(res.Note, s)
+	if enq > 1 {
+		put = fmt.Sprintf("EnqueueMany(%d)", enq)
 	}
+	res.Note = joinNote(res.Note, fmt.Sprintf("offer/s = %s by %d producers (%v), deliver/s = %s by %d consumers (%v); CPU: this process's, per item enqueued+taken+acked",
+		put, o.backlogProducers(), el.Round(time.Millisecond), how, o.consumers, drain.Round(time.Millisecond)))
+	res.setServer(n, s0, s1, snapServer(r.ctx, r.c))
 	if err, _ := errs.Load().(error); err != nil {
 		res.Note = joinNote(res.Note, err.Error())
 		return res, err
@@ -439,6 +498,60 @@ func (r *redisRun) backlog() (Result, error) {
 		res.Note = joinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
 	}
 	return res, nil
+}
+
+// enqueueRange enqueues items lo..hi-1, due at once: one EnqueueAfter for a
+// single item, else one EnqueueMany.
+func enqueueRange(ctx context.Context, q *redisq.Queue, o *options, lo, hi int) error {
+	if hi-lo == 1 {
+		_, err := q.EnqueueAfter(ctx, strconv.Itoa(lo), payload(o, lo), 0)
+		return err
+	}
+	items := make([]redisq.EnqueueItem, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		items = append(items, redisq.EnqueueItem{ID: strconv.Itoa(i), Payload: payload(o, i)})
+	}
+	rs, err := q.EnqueueMany(ctx, items)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+// itemDelay is item i's delay in the steady phase: -delay, or uniform in
+// [-delay, -delay-max] (the same for every implementation in a run).
+func (o *options) itemDelay(i int) time.Duration {
+	if o.delayMax <= o.delay {
+		return o.delay
+	}
+	x := uint64(i)*0x9e3779b97f4a7c15 + o.seed
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return o.delay + time.Duration(x%uint64(o.delayMax-o.delay+1))
+}
+
+// waitTail waits for done: at least the last item's delay plus 5s past the
+// offers, even when the producers fell behind -rate. It reports whether done
+// came.
+func (o *options) waitTail(ctx context.Context, done <-chan struct{}, start time.Time) bool {
+	d := max(o.delay, o.delayMax)
+	limit := max(o.duration+d+max(5*time.Second, d)-time.Since(start), d+5*time.Second)
+	select {
+	case <-done:
+		return true
+	case <-time.After(limit):
+		return false
+	case <-ctx.Done():
+		return true
+	}
 }
 
 // steady: lateness at o.rate items/s.
@@ -472,10 +585,10 @@ func (r *redisRun) steady() (Result, error) {
 	defer cancel()
 	h := r.hook
 	h.Reset(o.consumers + o.producers) // consumers 0.., then producers
-	calls0 := commandCalls(r.ctx, r.c)
+	s0 := snapServer(r.ctx, r.c)
 	start := time.Now()
 	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
-	cpu0, scpu0 := cpuTime(), serverCPU(r.ctx, r.c)
+	cpu0 := cpuTime()
 
 	var cwg sync.WaitGroup
 	for c := range o.consumers {
@@ -519,7 +632,7 @@ func (r *redisRun) steady() (Result, error) {
 				now := time.Since(start)
 				for ; i < hi && t0+time.Duration(float64(k)/rate*1e9) <= now; i, k = i+1, k+1 {
 					sentAt[i] = int64(time.Since(start))
-					if _, err := q.EnqueueAfter(pctx, strconv.Itoa(i), payload(o, i), o.delay); err != nil {
+					if _, err := q.EnqueueAfter(pctx, strconv.Itoa(i), payload(o, i), o.itemDelay(i)); err != nil {
 						errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
 						return
 					}
@@ -538,17 +651,14 @@ func (r *redisRun) steady() (Result, error) {
 
 	// Wait for the tail (at least the last item's delay plus 5s, even when
 	// the producers fell behind -rate).
-	limit := max(o.duration+o.delay+max(5*time.Second, o.delay)-time.Since(start), o.delay+5*time.Second)
-	select {
-	case <-allDone:
-	case <-time.After(limit):
+	if !o.waitTail(r.ctx, allDone, start) {
 		res.Note = joinNote(res.Note, "timed out waiting for deliveries")
-	case <-r.ctx.Done():
 	}
 	cpu1 := cpuTime()
 	cancel()
 	cwg.Wait()
 	stopProgress()
+	s1 := snapServer(r.ctx, r.c)
 	off1, rtt1, err := redisprobe.Calibrate(r.ctx, r.c, 200)
 	if err != nil {
 		off1, rtt1 = off0, rtt0
@@ -571,7 +681,7 @@ func (r *redisRun) steady() (Result, error) {
 		if !seen[i].Load() {
 			continue
 		}
-		if lat[i] < 0 || claimed[i] < sentAt[i]+int64(o.delay-unc) {
+		if lat[i] < 0 || claimed[i] < sentAt[i]+int64(o.itemDelay(i)-unc) {
 			res.Early++
 		}
 		ls = append(ls, lat[i])
@@ -603,10 +713,8 @@ func (r *redisRun) steady() (Result, error) {
 	if o.rate > 0 && res.OfferRate < 0.95*o.rate {
 		res.Note = joinNote(res.Note, fmt.Sprintf("the producers fell behind -rate (%s/s offered)", rate(res.OfferRate)))
 	}
-	if s := serverCPUNote(r.ctx, r.c, scpu0); s != "" {
-		res.Note = joinNote(res.Note, s)
-	}
-	if s := perItemNote(h, o, calls0, commandCalls(r.ctx, r.c), res.Delivered); s != "" {
+	res.setServer(res.Delivered, s0, s1)
+	if s := perItemNote(h, o, res.Delivered); s != "" {
 		res.Note = joinNote(res.Note, s)
 	}
 	if st, err := q.Stats(r.ctx); err == nil {
@@ -688,7 +796,8 @@ func (r *redisRun) idle() (Result, error) {
 		n, blocked := h.Waits()
 		return bz, cl, ot, int64(blocked), n
 	}
-	calls0 := commandCalls(r.ctx, r.c)
+	s0 := snapServer(r.ctx, r.c)
+	calls0 := s0.calls
 	bz0, cl0, ot0, wn0, w0 := snap()
 	cpu0 := cpuTime()
 	t0 := time.Now()
@@ -699,7 +808,9 @@ func (r *redisRun) idle() (Result, error) {
 	el := time.Since(t0)
 	cpu1 := cpuTime()
 	bz1, cl1, ot1, wn1, w1 := snap()
-	calls1 := commandCalls(r.ctx, r.c)
+	s1 := snapServer(r.ctx, r.c)
+	calls1 := s1.calls
+	res.setIdle(s0, s1, el)
 	cancel()
 	wg.Wait()
 

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// serverSnap is one reading of the whole Redis server: command calls by name
+// from INFO commandstats (Redis 7 counts the commands a script runs as well
+// as the script call itself) and CPU time from INFO cpu. The -impl redis and
+// asynq phases take one before and after what they measure; the server
+// should be a scratch one that nothing else uses meanwhile.
+type serverSnap struct {
+	calls map[string]int64 // nil: unavailable
+	cpu   time.Duration    // < 0: unavailable
+}
+
+func snapServer(ctx context.Context, c *redis.Client) serverSnap {
+	return serverSnap{calls: commandCalls(ctx, c), cpu: serverCPU(ctx, c)}
+}
+
+// commandsSince returns the commands the server ran from s0 to s, the INFO
+// readings themselves excluded (-1: unknown).
+func (s serverSnap) commandsSince(s0 serverSnap) int64 {
+	if s.calls == nil || s0.calls == nil {
+		return -1
+	}
+	var n int64
+	for k, v := range s.calls {
+		if k != "info" {
+			n += v - s0.calls[k]
+		}
+	}
+	return n
+}
+
+// cpuSince returns the server's CPU time from s0 to s (-1: unknown).
+func (s serverSnap) cpuSince(s0 serverSnap) time.Duration {
+	if s.cpu < 0 || s0.cpu < 0 {
+		return -1
+	}
+	return s.cpu - s0.cpu
+}
+
+// setServer records what the server spent on items, from the first snapshot
+// to the last, per item. With three snapshots (before, between enqueueing
+// and consuming, after), the note splits the commands between the two.
+func (r *Result) setServer(items int, snaps ...serverSnap) {
+	first, last := snaps[0], snaps[len(snaps)-1]
+	cmds, cpu := last.commandsSince(first), last.cpuSince(first)
+	r.ServerCmds, r.ServerCPUNs = cmds, int64(cpu)
+	if items <= 0 || cmds < 0 {
+		return
+	}
+	per := func(n int64) string { return strconv.FormatFloat(float64(n)/float64(items), 'f', 2, 64) }
+	r.ServerCmdsPerItem = float64(cmds) / float64(items)
+	if cpu >= 0 {
+		r.ServerCPUPerItemNs = float64(cpu) / float64(items)
+	}
+	note := fmt.Sprintf("redis-server: %s commands per item (INFO commandstats, scripts' own calls included), CPU %s per item (INFO cpu; %s in all)",
+		per(cmds), dur(int64(r.ServerCPUPerItemNs)), dur(int64(cpu)))
+	if len(snaps) == 3 {
+		note += fmt.Sprintf("; of the commands, %s per item while enqueueing, %s while consuming",
+			per(snaps[1].commandsSince(first)), per(last.commandsSince(snaps[1])))
+	}
+	r.Note = joinNote(r.Note, note)
+}
+
+// setIdle records the server's commands over an idle phase of length el,
+// per 10 s.
+func (r *Result) setIdle(s0, s1 serverSnap, el time.Duration) {
+	n := s1.commandsSince(s0)
+	if n < 0 || el <= 0 {
+		return
+	}
+	r.ServerCmds = n
+	r.IdleCmdsPer10s = float64(n) * float64(10*time.Second) / float64(el)
+	r.Note = joinNote(r.Note, fmt.Sprintf("redis-server ran %d commands (scripts' own calls included) in %s idle: %.1f per 10 s",
+		n, dur(int64(el)), r.IdleCmdsPer10s))
+}

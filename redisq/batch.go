@@ -1,0 +1,113 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// enqueueBatch is the most items one enqueue-many script stores: about 2-3ms
+// of server CPU on a small VM. EnqueueMany sends larger inputs as several
+// scripts in one pipelined round trip.
+const enqueueBatch = 500
+
+// EnqueueItem is one item for EnqueueMany.
+type EnqueueItem struct {
+	ID      string
+	Payload []byte
+	// At is the absolute due time (the caller's clock, rounded up and
+	// clamped as in Enqueue). When At is the zero Time, the item is due
+	// After past Redis TIME instead, as with EnqueueAfter (After <= 0: due
+	// now).
+	At    time.Time
+	After time.Duration
+}
+
+// EnqueueResult is what EnqueueMany did with one item.
+type EnqueueResult struct {
+	// Due is the stored due time (Redis clock) when the item was stored.
+	Due time.Time
+	// Err is nil when the item was stored, ErrDuplicate when its id exists
+	// in any state or repeats an earlier item of the same call (nothing
+	// changed for it), or the error of the round trip that carried it (the
+	// item may or may not have been stored; retrying with the same id is
+	// safe).
+	Err error
+}
+
+// EnqueueMany schedules items as Enqueue/EnqueueAfter would, one after the
+// other in slice order (FIFO among equal due times), in one round trip: one
+// script per 500 items, pipelined, each applied atomically. It returns one
+// result per item, in order, and the first error of a failed script or of
+// the round trip (nil when every item got an answer, duplicates included).
+// An empty id anywhere returns an error before anything is sent; ErrClosed
+// after Close. The complexity is O(k log n) for k items.
+func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]EnqueueResult, error) {
+	for _, it := range items {
+		if err := checkID(it.ID); err != nil {
+			return nil, err
+		}
+	}
+	if q.isClosed() {
+		return nil, ErrClosed
+	}
+	res := make([]EnqueueResult, len(items))
+	if len(items) == 0 {
+		return res, nil
+	}
+	var cmds []*redis.Cmd
+	var argss [][]interface{}
+	_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for lo := 0; lo < len(items); lo += enqueueBatch {
+			chunk := items[lo:min(lo+enqueueBatch, len(items))]
+			args := make([]interface{}, 0, 2+4*len(chunk))
+			args = append(args, q.mpref, len(chunk))
+			for _, it := range chunk {
+				if it.At.IsZero() {
+					args = append(args, it.ID, it.Payload, "after", delayUS(it.After))
+				} else {
+					args = append(args, it.ID, it.Payload, "at", dueMS(it.At))
+				}
+			}
+			argss = append(argss, args)
+			cmds = append(cmds, scriptEnqueueMany.EvalSha(ctx, p, q.keys, args...))
+		}
+		return nil
+	})
+	var first error
+	for c, cmd := range cmds {
+		lo := c * enqueueBatch
+		chunk := res[lo:min(lo+enqueueBatch, len(items))]
+		r, err := cmd.Slice()
+		if err != nil && isNoScript(err) {
+			r, err = scriptEnqueueMany.Run(ctx, q.client, q.keys, argss[c]...).Slice()
+		}
+		if err == nil && len(r) != len(chunk)+1 {
+			err = errors.New("redisq: enqueue many: malformed reply")
+		}
+		if err != nil {
+			for i := range chunk {
+				chunk[i].Err = err
+			}
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		for i := range chunk {
+			if r[i+1] == nil {
+				chunk[i].Err = ErrDuplicate
+			} else {
+				chunk[i].Due = msTime(toInt(r[i+1]))
+			}
+		}
+	}
+	return res, first
+}
+
+// isNoScript reports a pipelined EVALSHA's reply for a script the server
+// does not hold (after a restart or SCRIPT FLUSH).
+func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }

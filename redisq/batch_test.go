@@ -1,0 +1,190 @@
+package redisq
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// EnqueueMany reports each item: a new id is stored with its due time, an
+// existing id or one repeated within the call is ErrDuplicate, and nothing
+// else changes for it. Items stored together keep slice order among equal
+// due times and are never due before Redis TIME + delay.
+func TestEnqueueManyPerItemResults(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "many")
+	ctx := context.Background()
+	_, err := q.EnqueueAfter(ctx, "old", []byte("old"), time.Hour)
+	require.NoError(t, err)
+
+	at := redisNow(t, c).Add(-time.Second) // due at once, all at one instant
+	items := []EnqueueItem{
+		{ID: "c", Payload: []byte("c"), At: at},
+		{ID: "old", Payload: []byte("new"), At: at},
+		{ID: "a", Payload: []byte("a"), At: at},
+		{ID: "c", Payload: []byte("c2"), At: at},
+		{ID: "b", Payload: []byte("b"), At: at},
+		{ID: "later", Payload: []byte("l"), After: 300 * time.Millisecond},
+	}
+	before := redisNow(t, c)
+	res, err := q.EnqueueMany(ctx, items)
+	require.NoError(t, err)
+	require.Len(t, res, len(items))
+	for i, want := range []error{nil, ErrDuplicate, nil, ErrDuplicate, nil, nil} {
+		require.ErrorIs(t, res[i].Err, want, "item %d", i)
+	}
+	require.Equal(t, time.UnixMilli(dueMS(at)), res[0].Due)
+	require.False(t, res[5].Due.Before(before.Add(300*time.Millisecond)), "due before Redis TIME + delay")
+
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, st.Enqueued, "old + 4 new")
+	ms, err := q.TakeBatch(ctx, 10)
+	require.NoError(t, err)
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.ID+"="+string(m.Payload))
+	}
+	require.Equal(t, []string{"c=c", "a=a", "b=b"}, got, "FIFO among equal due times, duplicates unchanged")
+	require.Empty(t, q.AckMany(ctx, ms)[0])
+	it, err := q.Get(ctx, "old")
+	require.NoError(t, err)
+	require.Equal(t, "old", string(it.Payload))
+	audit(t, q)
+}
+
+// More items than one script stores go as several scripts in one round
+// trip; every item still gets its own answer.
+func TestEnqueueManyLargeBatch(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	h := &countHook{}
+	c.AddHook(h)
+	q := newQueue(t, c, "large")
+	ctx := context.Background()
+	const n = 2*enqueueBatch + 7
+	items := make([]EnqueueItem, n)
+	for i := range items {
+		items[i] = EnqueueItem{ID: strconv.Itoa(i % (n - 3)), Payload: []byte(strconv.Itoa(i))}
+	}
+	res, err := q.EnqueueMany(ctx, items)
+	require.NoError(t, err)
+	for i, r := range res {
+		if i >= n-3 {
+			require.ErrorIs(t, r.Err, ErrDuplicate, "item %d repeats item %d", i, i%(n-3))
+		} else {
+			require.NoError(t, r.Err, "item %d", i)
+		}
+	}
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, n-3, st.Scheduled)
+	require.EqualValues(t, n-3, st.Enqueued)
+	audit(t, q)
+
+	// Bad input is refused before anything is sent.
+	sent := h.total.Load()
+	_, err = q.EnqueueMany(ctx, []EnqueueItem{{ID: "fine"}, {ID: ""}})
+	require.Error(t, err)
+	require.Equal(t, sent, h.total.Load())
+	res, err = q.EnqueueMany(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, res)
+	require.NoError(t, q.Close())
+	_, err = q.EnqueueMany(ctx, items[:1])
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// AckMany answers per message: acked, lease lost (a stale lease of a
+// redelivered item), and a message listed twice is acked once.
+func TestAckManyPerMessage(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "ackmany", WithVisibilityTimeout(200*time.Millisecond))
+	ctx := context.Background()
+	for i := range 3 {
+		_, err := q.EnqueueAfter(ctx, fmt.Sprint(i), nil, 0)
+		require.NoError(t, err)
+	}
+	ms, err := q.TakeBatch(ctx, 3)
+	require.NoError(t, err)
+	require.Len(t, ms, 3)
+	stale := ms[2]
+	require.NoError(t, ms[0].Extend(ctx, time.Minute))
+	require.NoError(t, ms[1].Extend(ctx, time.Minute))
+	untilRedisTime(t, c, stale.Deadline)
+	again, err := q.Take(ctx) // item 2's lease expired: redelivered
+	require.NoError(t, err)
+	require.Equal(t, stale.ID, again.ID)
+
+	errs := q.AckMany(ctx, []*Message{ms[0], ms[1], stale, ms[0], again})
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	require.ErrorIs(t, errs[2], ErrLeaseLost)
+	require.NoError(t, errs[3], "listed twice: acked once")
+	require.NoError(t, errs[4])
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, st.Acked)
+	require.Zero(t, st.InFlight+st.Scheduled)
+	// Run again (a retry after a lost reply): the tombstones answer.
+	for i, err := range q.AckMany(ctx, []*Message{ms[0], ms[1], again}) {
+		require.NoError(t, err, "retried ack %d", i)
+	}
+	audit(t, q)
+}
+
+// Regression: the timer owner that got work woke another waiter to take the
+// timer over, so with several consumers at a steady rate every item cost
+// about 2.4 claim scripts. The timer now stays with the Queue whose consumer
+// comes back for it.
+func TestRegressionTimerHandOffCostsAClaimPerItem(t *testing.T) {
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	h := &countHook{}
+	c.AddHook(h)
+	q := newQueue(t, c, "handoff")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const n = 300
+	got := make(chan struct{}, n)
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				m, err := q.Take(ctx)
+				if err != nil {
+					return
+				}
+				_ = m.Ack(context.Background())
+				got <- struct{}{}
+			}
+		}()
+	}
+	producer := s.client(t) // not counted
+	pq := newQueue(t, producer, "handoff")
+	tick := time.NewTicker(3 * time.Millisecond)
+	for i := range n {
+		<-tick.C
+		_, err := pq.EnqueueAfter(ctx, fmt.Sprint(i), nil, 20*time.Millisecond)
+		require.NoError(t, err)
+	}
+	tick.Stop()
+	for range n {
+		<-got
+	}
+	cancel()
+	for range 4 {
+		<-done
+	}
+	scripts := h.eval.Load() - n // minus the acks
+	t.Logf("%d items: %d claim scripts, %d BZPOPMIN", n, scripts, h.bzpopmin.Load())
+	require.LessOrEqual(t, float64(scripts)/n, 1.5, "claim scripts per item")
+	audit(t, q)
+}
