@@ -237,32 +237,12 @@ func (r *redisRun) asynqSteady() ([]Result, error) {
 	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
 	cpu0 := cpuTime()
 
-	var pwg sync.WaitGroup
-	for p := range o.producers {
-		lo, hi := p*n/o.producers, (p+1)*n/o.producers
-		rate := o.rate / float64(o.producers)
-		pwg.Add(1)
-		go func() {
-			defer pwg.Done()
-			t0 := time.Since(start)
-			for k, i := 0, lo; i < hi; {
-				now := time.Since(start)
-				for ; i < hi && t0+time.Duration(float64(k)/rate*1e9) <= now; i, k = i+1, k+1 {
-					atomic.StoreInt64(&sentAt[i], int64(time.Since(start)))
-					if _, err := cl.EnqueueContext(r.ctx, asynqTask(o, i), asynq.Queue(queue),
-						asynq.TaskID(strconv.Itoa(i)), asynq.ProcessIn(o.itemDelay(i))); err != nil {
-						errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
-						return
-					}
-					offered.Add(1)
-				}
-				if i < hi {
-					time.Sleep(t0 + time.Duration(float64(k)/rate*1e9) - time.Since(start))
-				}
-			}
-		}()
-	}
-	pwg.Wait()
+	produceAtRate(o, n, start, func(_, i int) error {
+		atomic.StoreInt64(&sentAt[i], int64(time.Since(start)))
+		_, err := cl.EnqueueContext(r.ctx, asynqTask(o, i), asynq.Queue(queue),
+			asynq.TaskID(strconv.Itoa(i)), asynq.ProcessIn(o.itemDelay(i)))
+		return err
+	}, &offered, &errs)
 	offerDone := time.Since(start)
 	res.OfferSeconds = offerDone.Seconds()
 	res.OfferRate = float64(offered.Load()) / offerDone.Seconds()

@@ -619,32 +619,11 @@ func (r *redisRun) steady() (Result, error) {
 		}()
 	}
 
-	var pwg sync.WaitGroup
-	for p := range o.producers {
-		lo, hi := p*n/o.producers, (p+1)*n/o.producers
-		rate := o.rate / float64(o.producers)
-		pctx := redisprobe.WithCaller(r.ctx, o.consumers+p)
-		pwg.Add(1)
-		go func() {
-			defer pwg.Done()
-			t0 := time.Since(start)
-			for k, i := 0, lo; i < hi; {
-				now := time.Since(start)
-				for ; i < hi && t0+time.Duration(float64(k)/rate*1e9) <= now; i, k = i+1, k+1 {
-					sentAt[i] = int64(time.Since(start))
-					if _, err := q.EnqueueAfter(pctx, strconv.Itoa(i), payload(o, i), o.itemDelay(i)); err != nil {
-						errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
-						return
-					}
-					offered.Add(1)
-				}
-				if i < hi {
-					time.Sleep(t0 + time.Duration(float64(k)/rate*1e9) - time.Since(start))
-				}
-			}
-		}()
-	}
-	pwg.Wait()
+	produceAtRate(o, n, start, func(p, i int) error {
+		sentAt[i] = int64(time.Since(start))
+		_, err := q.EnqueueAfter(redisprobe.WithCaller(r.ctx, o.consumers+p), strconv.Itoa(i), payload(o, i), o.itemDelay(i))
+		return err
+	}, &offered, &errs)
 	offerDone := time.Since(start)
 	res.OfferSeconds = offerDone.Seconds()
 	res.OfferRate = float64(offered.Load()) / offerDone.Seconds()
@@ -843,4 +822,35 @@ func (r *redisRun) idle() (Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// produceAtRate enqueues items 0..n-1 from o.producers goroutines, each
+// sending its share at o.rate/o.producers items per second from start, and
+// returns when they are done or one failed (the first error goes to errs).
+// enqueue(p, i) sends item i from producer p.
+func produceAtRate(o *options, n int, start time.Time, enqueue func(p, i int) error, offered *atomic.Int64, errs *atomic.Value) {
+	var pwg sync.WaitGroup
+	for p := range o.producers {
+		lo, hi := p*n/o.producers, (p+1)*n/o.producers
+		rate := o.rate / float64(o.producers)
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			t0 := time.Since(start)
+			for k, i := 0, lo; i < hi; {
+				now := time.Since(start)
+				for ; i < hi && t0+time.Duration(float64(k)/rate*1e9) <= now; i, k = i+1, k+1 {
+					if err := enqueue(p, i); err != nil {
+						errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
+						return
+					}
+					offered.Add(1)
+				}
+				if i < hi {
+					time.Sleep(t0 + time.Duration(float64(k)/rate*1e9) - time.Since(start))
+				}
+			}
+		}()
+	}
+	pwg.Wait()
 }
