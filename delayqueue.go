@@ -107,9 +107,6 @@ type Queue[T any] struct {
 	heap    heap[T]
 	lastNow int64 // the latest clock reading, in ns since base
 	closed  bool
-	// staleDue counts the heads found due by lastNow without reading the
-	// clock since it was read (see headDueLocked).
-	staleDue uint8
 	// stopping: Shutdown has begun. Offers fail with ErrClosed while takers
 	// keep taking; Shutdown waits on putters (no Put is blocked then).
 	stopping bool
@@ -186,7 +183,7 @@ func (q *Queue[T]) mustNew() {
 
 // readClockLocked reads the clock and remembers the reading.
 func (q *Queue[T]) readClockLocked() int64 {
-	q.lastNow, q.staleDue = int64(time.Since(q.base)), 0
+	q.lastNow = int64(time.Since(q.base))
 	return q.lastNow
 }
 
@@ -197,19 +194,8 @@ func (q *Queue[T]) headDueLocked() bool {
 		return false
 	}
 	at := q.heap.head().at
-	if at <= q.lastNow && q.staleDue < staleDueMax {
-		q.staleDue++
-		return true
-	}
-	return at <= q.readClockLocked()
+	return at <= q.lastNow || at <= q.readClockLocked()
 }
-
-// staleDueMax bounds how many items in a row headDueLocked finds due by an
-// old clock reading before it reads the clock again. Without a bound, single
-// Takes working through a backlog would measure every item's lateness
-// against a reading from before the backlog; with it, the reading is at
-// most this many hand-outs old, for one clock read per that many items.
-const staleDueMax = 32
 
 // Offer adds v with deadline at and returns a handle to it. It never blocks.
 // It returns ErrClosed after Close, and ErrFull if the queue is bounded and

@@ -20,12 +20,10 @@ import (
 // items' lateness is measured from the call that hands them out, however
 // long the caller worked between calls. Poll, the non-blocking hot path,
 // reads the clock only when the head's deadline is past the queue's latest
-// reading, and otherwise reuses that reading for at most 32 items in a
-// row: a tight Poll loop through a backlog is measured against a reading at
-// most 32 hand-outs old, but a Poll after an idle spell, or a slow Poll
-// loop, is measured against the reading some earlier call took, and reads
-// low by up to the time since. Use Take or TakeBatch where lateness figures
-// matter. An item with the zero deadline
+// reading, and otherwise reuses that reading: a Poll after an idle spell,
+// or a Poll loop through a backlog, is measured against the reading some
+// earlier call took, and reads low by up to the time since. Use Take or
+// TakeBatch where lateness figures matter. An item with the zero deadline
 // counts as due since year 1, in the overflow bucket.
 
 // Histogram buckets: [0, 2^latMinExp ns), then each power-of-two range

@@ -190,13 +190,12 @@ func TestHistogramQuantileOutOfRangePanics(t *testing.T) {
 	}
 }
 
-// Regression: single Polls (and Takes) working through a backlog measured
-// every item against the clock reading taken when the backlog was first
-// found due, so Stats read low by up to the backlog's age (dqbench -batch 1
-// disagreed with its own measurement). The reading they reuse is now at
-// most 32 hand-outs old: of 100 items due at 1 ms, Polled one at a time
-// after 10 ms and then after 60 ms, at most 32 more read 9 ms late; the
-// rest read 59 ms.
+// Regression: single Takes working through a backlog measured every item
+// against the clock reading taken when the backlog was first found due, so
+// Stats read low by up to the backlog's age (dqbench -batch 1 disagreed
+// with its own measurement). Take now reads the clock once per call: of 100
+// items due at 1 ms, one Taken after 10 ms and 99 after 60 ms, the 99 read
+// 59 ms late.
 func TestLatenessSingleTakesThroughBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := dq.New[int]()
@@ -207,12 +206,12 @@ func TestLatenessSingleTakesThroughBacklog(t *testing.T) {
 			require.NoError(t, err)
 		}
 		time.Sleep(10 * time.Millisecond)
-		_, ok := q.Poll() // reads the clock: 9 ms late
-		require.True(t, ok)
+		_, err := q.Take(t.Context()) // 9 ms late
+		require.NoError(t, err)
 		time.Sleep(50 * time.Millisecond)
 		for range 99 {
-			_, ok := q.Poll()
-			require.True(t, ok)
+			_, err := q.Take(t.Context())
+			require.NoError(t, err)
 		}
 		h := q.Stats().Lateness
 		require.EqualValues(t, 100, h.Count)
@@ -225,8 +224,8 @@ func TestLatenessSingleTakesThroughBacklog(t *testing.T) {
 				late += b.Count
 			}
 		}
-		assert.LessOrEqual(t, early, uint64(1+32), "items measured against the 10 ms reading")
-		assert.GreaterOrEqual(t, late, uint64(100-1-32), "items measured against a reading after the 60 ms")
+		assert.Equal(t, uint64(1), early, "only the first Take ran at 10 ms")
+		assert.Equal(t, uint64(99), late, "the other Takes ran at 60 ms")
 		assert.Equal(t, 59*time.Millisecond, h.Max)
 	})
 }
