@@ -327,3 +327,24 @@ func TestDueMSRoundsUpAndClamps(t *testing.T) {
 		require.Equal(t, c.want, delayUS(c.d), "delayUS(%v)", c.d)
 	}
 }
+
+// Regression: a TakeBatch of a dozen items clamped to the earliest due time
+// failed with "ERR value is not an integer" after leasing them (the claim's
+// lateness sum passed 1e17 and reached HINCRBY as "1.08e+17"), leaving them
+// leased to nobody.
+func TestRegressionFarPastBatchClaimFails(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "farpast")
+	ctx := context.Background()
+	for i := range scriptBatch {
+		require.NoError(t, q.Enqueue(ctx, fmt.Sprintf("p%d", i), nil, time.Unix(math.MinInt64/2, 0)))
+	}
+	ms, err := q.TakeBatch(ctx, scriptBatch)
+	require.NoError(t, err)
+	require.Len(t, ms, scriptBatch)
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, scriptBatch, st.Lateness.Counts[len(st.Lateness.Bounds)])
+	audit(t, q)
+}

@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -245,6 +246,31 @@ func TestStatsFieldsAndLateness(t *testing.T) {
 	require.Equal(t, l.Bounds[bucket(ms[1].ClaimedAt.Sub(ms[1].Due))], l.Quantile(0.5)) // the median is the item 3s late
 	require.Equal(t, StatsCounters{Enqueued: 3, Delivered: 3, Acked: 3}, st.StatsCounters)
 	require.EqualValues(t, 3, st.Counters["acked"], "the deprecated map still works")
+}
+
+// Regression: the lateness sum was an unbounded HINCRBY. Once it neared the
+// int64 limit (about 144,000 deliveries of items due at time.Time{}), every
+// claim that delivered something failed, after leasing the items. Now the
+// lateness is recorded before any write and the sum saturates.
+func TestRegressionLatenessSumOverflowWedgesClaims(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "latesum", WithVisibilityTimeout(time.Hour))
+	ctx := context.Background()
+	// The history of many very late deliveries: the sum is near the limit.
+	require.NoError(t, c.HSet(ctx, q.keys[7], "sum", int64(math.MaxInt64-1e12)).Err())
+	for _, id := range []string{"zero", "again"} {
+		require.NoError(t, q.Enqueue(ctx, id, []byte("x"), time.Time{}))
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := q.Take(tctx)
+		cancel()
+		require.NoError(t, err, "Take of an item due at time.Time{}")
+		require.NoError(t, m.Ack(ctx))
+	}
+	raw, err := c.HGet(ctx, q.keys[7], "sum").Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MaxInt64), raw, "the sum saturates")
+	audit(t, q)
 }
 
 func TestDueHistogram(t *testing.T) {

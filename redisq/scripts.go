@@ -240,6 +240,8 @@ local k = 0
 while k < n and sch[2 * k + 1] and tonumber(sch[2 * k + 2]) <= now do k = k + 1 end
 local dl = after(now, frac, tonumber(ARGV[3]))
 if k > 0 then
+  -- First, so that nothing is leased if it failed (it cannot: see stats.go).
+  record_lateness(sch, k, now)
   local z = {}
   for i = 1, k do
     local mem = sch[2 * i - 1]
@@ -261,7 +263,6 @@ if k > 0 then
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, k - 1)
   redis.call('ZADD', KEYS[2], unpack(z))
   redis.call('HINCRBY', KEYS[5], 'delivered', k)
-  record_lateness(sch, k, now)
 end
 local nxt = -1
 if sch[2 * k + 1] then

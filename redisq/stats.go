@@ -1,6 +1,7 @@
 package redisq
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -57,10 +58,21 @@ func countersFrom(m map[string]int64) StatsCounters {
 var latenessBoundsMS = []int64{0, 1, 2, 5, 10, 25, 50, 100, 250, 500,
 	1000, 2500, 5000, 10000, 30000, 60000, 300000, 3600000}
 
+// latenessCapMS caps the lateness one delivery adds to the sum (about 2,850
+// years, later than any item due after year 1 can be), so one claim's sum of
+// at most scriptBatch deliveries stays an integer a Lua number holds exactly.
+const latenessCapMS = (1<<53 - 1) / scriptBatch
+
 // luaLateness defines record_lateness(due, k, now): it adds the deliveries
 // of one claim (the first k members of due, a WITHSCORES reply) to the
 // histogram in KEYS[8], with one HINCRBY per bucket touched and one for a
 // non-zero sum. O(k·buckets) in Lua.
+//
+// It cannot fail, so a claim never errors after leasing: each lateness is
+// capped at latenessCapMS, numbers go to Redis formatted "%d" (never
+// "1e+17"), and the sum saturates at the int64 maximum instead of failing
+// HINCRBY with an overflow (redis.pcall; no extra command unless it
+// overflows).
 var luaLateness = func() string {
 	b := make([]string, len(latenessBoundsMS))
 	for i, v := range latenessBoundsMS {
@@ -73,6 +85,7 @@ local function record_lateness(due, k, now)
   for i = 2, 2 * k, 2 do
     local l = now - tonumber(due[i])
     if l < 0 then l = 0 end
+    if l > ` + strconv.FormatInt(latenessCapMS, 10) + ` then l = ` + strconv.FormatInt(latenessCapMS, 10) + ` end
     sum = sum + l
     local b = #late_bounds + 1
     for j = 1, #late_bounds do
@@ -84,10 +97,13 @@ local function record_lateness(due, k, now)
     if counts[j] then
       local f = 'inf'
       if j <= #late_bounds then f = string.format('%d', late_bounds[j]) end
-      redis.call('HINCRBY', KEYS[8], f, counts[j])
+      redis.call('HINCRBY', KEYS[8], f, string.format('%d', counts[j]))
     end
   end
-  if sum > 0 then redis.call('HINCRBY', KEYS[8], 'sum', sum) end
+  if sum > 0 then
+    local r = redis.pcall('HINCRBY', KEYS[8], 'sum', string.format('%d', sum))
+    if type(r) == 'table' and r.err then redis.call('HSET', KEYS[8], 'sum', '` + strconv.FormatInt(math.MaxInt64, 10) + `') end
+  end
 end
 `
 }()
