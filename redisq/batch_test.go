@@ -139,6 +139,41 @@ func TestAckManyPerMessage(t *testing.T) {
 	audit(t, q)
 }
 
+// Regression: AckMany sent every message's id and token with its own
+// queue's keys, so a Message taken from another queue acked this queue's
+// item of the same id (tokens are per-queue sequence numbers and can match).
+// A foreign message now gets an error and nothing changes in either queue.
+func TestRegressionAckManyForeignMessages(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	a := newQueue(t, c, "qa", WithVisibilityTimeout(time.Hour))
+	b := newQueue(t, c, "qb", WithVisibilityTimeout(time.Hour))
+	a2 := newQueue(t, c, "qa") // another Queue value of the same queue
+	ctx := context.Background()
+	for _, q := range []*Queue{a, b} {
+		for _, id := range []string{"x", "y"} {
+			_, err := q.EnqueueAfter(ctx, id, nil, 0)
+			require.NoError(t, err)
+		}
+	}
+	ma, err := a.TakeBatch(ctx, 2)
+	require.NoError(t, err)
+	mb, err := b.TakeBatch(ctx, 2)
+	require.NoError(t, err)
+	errs := a.AckMany(ctx, []*Message{mb[0], ma[1]})
+	require.ErrorContains(t, errs[0], `message "x" is from queue "qb", not "qa"`)
+	require.NoError(t, errs[1])
+	for _, q := range []*Queue{a, b} {
+		it, err := q.Get(ctx, "x")
+		require.NoError(t, err, "x of %s", q.name)
+		require.Equal(t, StateInFlight, it.State)
+	}
+	require.Equal(t, []error{nil}, a2.AckMany(ctx, []*Message{ma[0]}), "same queue, other Queue value")
+	require.Equal(t, []error{nil, nil}, b.AckMany(ctx, mb))
+	audit(t, a)
+	audit(t, b)
+}
+
 // Regression: the timer owner that got work woke another waiter to take the
 // timer over, so with several consumers at a steady rate every item cost
 // about 2.4 claim scripts. The timer now stays with the Queue whose consumer

@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -104,7 +105,8 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 // messages, which reads Redis TIME and updates the counters once (plus one
 // more round trip per script that had to be reloaded after a server restart).
 // It returns one error per message, each with Ack's meaning; all nil on full
-// success. A message listed twice is acked once.
+// success. A message listed twice is acked once. A message taken from
+// another queue (another name) is not acked: its error says so.
 func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 	errs := make([]error, len(msgs))
 	if len(msgs) == 0 {
@@ -118,7 +120,13 @@ func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 			args := make([]interface{}, 0, 1+2*len(chunk))
 			args = append(args, q.mpref)
 			for _, m := range chunk {
-				args = append(args, m.ID, m.token)
+				// An empty token owns no lease: the script answers 0
+				// without touching this queue's item of the same id.
+				tok := m.token
+				if m.q.mpref != q.mpref {
+					tok = ""
+				}
+				args = append(args, m.ID, tok)
 			}
 			argss = append(argss, args)
 			cmds = append(cmds, scriptAckMany.EvalSha(ctx, p, q.keys, args...))
@@ -139,6 +147,9 @@ func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 			switch {
 			case err != nil:
 				chunk[i] = err
+			case msgs[lo+i].q.mpref != q.mpref:
+				chunk[i] = fmt.Errorf("redisq: AckMany: message %q is from queue %q, not %q",
+					msgs[lo+i].ID, msgs[lo+i].q.name, q.name)
 			case toInt(r[i]) == 0:
 				chunk[i] = ErrLeaseLost
 			}
