@@ -351,6 +351,40 @@ func TestDestroyLeavesNothing(t *testing.T) {
 	require.Zero(t, r.Items)
 }
 
+// Regression: lease tokens are sequence numbers and Destroy deleted the
+// sequence, so numbers restarted at 1 and a consumer holding a lease from
+// before Destroy could ack the lease of a new item with the same id. A new
+// sequence now starts at Redis TIME in microseconds.
+func TestRegressionTokenReuseAfterDestroy(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "tokd", WithVisibilityTimeout(time.Hour))
+	ctx := context.Background()
+	for _, round := range []string{"first", "second"} {
+		_, err := q.EnqueueAfter(ctx, "x", []byte("old"), 0)
+		require.NoError(t, err)
+		old, err := q.Take(ctx)
+		require.NoError(t, err)
+		_, err = q.Destroy(ctx)
+		require.NoError(t, err)
+
+		res, err := q.EnqueueMany(ctx, []EnqueueItem{{ID: "x", Payload: []byte("new")}})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+		cur, err := q.Take(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "new", string(cur.Payload))
+		require.NotEqual(t, old.token, cur.token, round)
+		require.ErrorIs(t, old.Ack(ctx), ErrLeaseLost, "%s: the pre-Destroy holder acked the new lease", round)
+		require.ErrorIs(t, old.Extend(ctx, time.Minute), ErrLeaseLost, round)
+		_, err = old.NackWith(ctx)
+		require.ErrorIs(t, err, ErrLeaseLost, round)
+		require.NoError(t, cur.Ack(ctx), round)
+		_, err = q.Destroy(ctx)
+		require.NoError(t, err)
+	}
+}
+
 // Admin operations against consumers under load keep every invariant and
 // lose nothing: Enqueued == Acked + Cancelled + Deleted + items left.
 func TestAdminUnderTraffic(t *testing.T) {

@@ -29,7 +29,9 @@
 //	{dq:NAME}:stats  hash  counters
 //	{dq:NAME}:late   hash  lateness histogram of deliveries (fixed buckets)
 //	{dq:NAME}:seq    INCR sequence for members (a member's number is also
-//	                       the token of its lease)
+//	                       the token of its lease); it starts at Redis TIME in
+//	                       microseconds, so a queue destroyed and created
+//	                       again never reuses a token
 //	{dq:NAME}:w:...  short-lived private wake keys of blocked waiters
 //
 // Zset members are "%016d"-style zero-padded sequence numbers, ":" and the

@@ -33,7 +33,8 @@ var (
 //	KEYS[3] dead   zset member -> time of death ms
 //	KEYS[4] wake   marker zset (member "w")
 //	KEYS[5] stats  hash of counters
-//	KEYS[6] seq    per-queue INCR sequence (members and lease tokens)
+//	KEYS[6] seq    per-queue INCR sequence (members and lease tokens),
+//	               starting at Redis TIME in microseconds (see next_seq)
 //	KEYS[7] timer  string with a TTL: a consumer is waiting for the next due time
 //	KEYS[8] late   hash: lateness histogram of deliveries (see stats.go)
 //
@@ -80,9 +81,20 @@ local function clamp_due(due)
   if due < -MAXDUE then return -MAXDUE end
   return due
 end
+-- next_seq takes k sequence numbers and returns the last. A new sequence
+-- (a new or destroyed queue) starts at TIME in microseconds, not 1, so a
+-- queue created again never hands out a token of its previous life.
+local function next_seq(k)
+  local seq = redis.call('INCRBY', KEYS[6], k)
+  if seq == k then
+    local t = redis.call('TIME')
+    seq = tonumber(t[1]) * 1000000 + tonumber(t[2]) + k
+    redis.call('SET', KEYS[6], string.format('%d', seq))
+  end
+  return seq
+end
 local function new_member(id)
-  local seq = redis.call('INCR', KEYS[6])
-  return string.format('%016.0f', seq) .. ':' .. id
+  return string.format('%016.0f', next_seq(1)) .. ':' .. id
 end
 local function arm_if_head(mem)
   local head = redis.call('ZRANGE', KEYS[1], 0, 0)
@@ -167,7 +179,7 @@ for j = 1, k do
   end
 end
 if #new == 0 then return out end
-local seq = redis.call('INCRBY', KEYS[6], #new) - #new
+local seq = next_seq(#new) - #new
 local z = {}
 for i, j in ipairs(new) do
   local b = 2 + (j - 1) * 4
@@ -202,7 +214,8 @@ return out
 // ZREMRANGEBYRANK and enter lease in one ZADD, each item costs one HMGET and
 // one HSET, and the timer is taken with one SET ... GET. The lease token is
 // the member's sequence number, unique per lease since every return to
-// sched takes a new member.
+// sched takes a new member, and across Destroy since a new sequence starts
+// at Redis TIME in microseconds, past every number of the destroyed one.
 var scriptClaim = redis.NewScript(luaCommon + luaLateness + `
 local now, frac = now_ms()
 local mp = ARGV[1]
