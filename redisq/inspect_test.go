@@ -273,6 +273,27 @@ func TestRegressionLatenessSumOverflowWedgesClaims(t *testing.T) {
 	audit(t, q)
 }
 
+// Regression: Stats.OldestOverdue was 0 for any head due before 1970 (the
+// script's "no head" sentinel was -1 and only scores >= 0 counted), and
+// wrapped for a head due more than 292 years ago.
+func TestRegressionOldestOverduePre1970AndOverflow(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "overdue")
+	ctx := context.Background()
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.Zero(t, st.OldestOverdue, "no head")
+	require.NoError(t, q.Enqueue(ctx, "1969", nil, time.Unix(-1, 0)))
+	st, err = q.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, st.Now.Sub(time.Unix(-1, 0)), st.OldestOverdue)
+	require.NoError(t, q.Enqueue(ctx, "zero", nil, time.Time{}))
+	st, err = q.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, time.Duration(math.MaxInt64), st.OldestOverdue, "saturated, not wrapped")
+}
+
 func TestDueHistogram(t *testing.T) {
 	s := startRedis(t)
 	c := s.client(t)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,6 +213,19 @@ func toInt(v interface{}) int64 {
 }
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
+
+// msDuration is ms milliseconds as a Duration, saturated at the Duration
+// limits (about 292 years) instead of wrapping.
+func msDuration(ms int64) time.Duration {
+	const lim = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case ms > lim:
+		return math.MaxInt64
+	case ms < -lim:
+		return math.MinInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
 
 // dueMS is at in whole milliseconds, rounded up (never early) and clamped to
 // [minDueMS, maxDueMS]: Unix milliseconds of the extremes of time.Time
@@ -598,7 +612,7 @@ type Stats struct {
 	Now           time.Time     // Redis TIME when the stats were read
 	Scheduled     int64         // items in sched, due or not
 	DueBacklog    int64         // scheduled items already due
-	OldestOverdue time.Duration // how long the earliest due item has been due (0 if none)
+	OldestOverdue time.Duration // how long the earliest due item has been due (0 if none; saturated at the Duration maximum)
 	InFlight      int64         // leased items
 	Dead          int64         // dead-lettered items
 	// Counters since the queue was created (Destroy resets them); see
@@ -632,8 +646,11 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		Dead:       toInt(r[5]),
 		Counters:   map[string]int64{},
 	}
-	if hs := toInt(r[3]); hs >= 0 && hs <= now {
-		s.OldestOverdue = time.Duration(now-hs) * time.Millisecond
+	// r[3] is nil when sched is empty; any score (before 1970 too) is a head.
+	if r[3] != nil {
+		if hs := toInt(r[3]); hs <= now {
+			s.OldestOverdue = msDuration(now - hs)
+		}
 	}
 	c, _ := r[6].([]interface{})
 	for i := 0; i+1 < len(c); i += 2 {

@@ -453,12 +453,13 @@ redis.call('HINCRBY', KEYS[5], 'rescheduled', 1)
 return {1, due}
 `)
 
-// stats: {now, scheduled, due, headScore|-1, leased, dead, {k1, v1, ...}
-// counters, {bound, count, ...} lateness}.
+// stats: {now, scheduled, due, headScore|nil, leased, dead, {k1, v1, ...}
+// counters, {bound, count, ...} lateness}. The head score is nil (Lua
+// false) when sched is empty: every integer is a possible score.
 var scriptStats = redis.NewScript(luaCommon + `
 local now = now_ms()
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local hs = -1
+local hs = false
 if head[1] then hs = tonumber(head[2]) end
 local out = {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', now), hs,
   redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
