@@ -294,6 +294,27 @@ func TestRegressionOldestOverduePre1970AndOverflow(t *testing.T) {
 	require.Equal(t, time.Duration(math.MaxInt64), st.OldestOverdue, "saturated, not wrapped")
 }
 
+// Regression: Stats.Lateness.Sum was the stored millisecond sum times
+// time.Millisecond, which wrapped for one delivery of an item due at
+// time.Time{} (about 2025 years late). It saturates now.
+func TestRegressionLatenessSumDurationOverflow(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "latedur")
+	ctx := context.Background()
+	require.NoError(t, q.Enqueue(ctx, "zero", []byte("x"), time.Time{}))
+	m, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Ack(ctx))
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	raw, err := c.HGet(ctx, q.keys[7], "sum").Int64()
+	require.NoError(t, err)
+	require.Greater(t, raw, int64(math.MaxInt64/int64(time.Millisecond)))
+	require.Equal(t, time.Duration(math.MaxInt64), st.Lateness.Sum)
+	require.EqualValues(t, 1, st.Lateness.Count())
+}
+
 func TestDueHistogram(t *testing.T) {
 	s := startRedis(t)
 	c := s.client(t)

@@ -118,7 +118,10 @@ type Lateness struct {
 	// Bounds[i-1]; Counts[len(Bounds)] counts those above the last bound.
 	// Not cumulative.
 	Counts []int64
-	// Sum is the total lateness of all counted deliveries.
+	// Sum is the total lateness of all counted deliveries, saturated at
+	// the Duration maximum (about 292 years). Redis keeps it in
+	// milliseconds, each delivery counting at most about 2,850 years, and
+	// saturated at the int64 maximum.
 	Sum time.Duration
 }
 
@@ -142,7 +145,7 @@ func latenessFrom(flat []interface{}) Lateness {
 		k, _ := flat[i].(string)
 		v := toInt(flat[i+1])
 		if k == "sum" {
-			l.Sum = time.Duration(v) * time.Millisecond
+			l.Sum = msDuration(v)
 		} else if j, ok := idx[k]; ok {
 			l.Counts[j] = v
 		}
