@@ -36,13 +36,19 @@ var scriptList = redis.NewScript(luaCommon + luaItem + `
 local z = zset_of(ARGV[2])
 local off = tonumber(ARGV[3])
 local lim = tonumber(ARGV[4])
-local mems
-if ARGV[6] == '1' then
-  mems = redis.call('ZRANGE', z, off, off + lim - 1, 'REV', 'WITHSCORES')
-else
-  mems = redis.call('ZRANGE', z, off, off + lim - 1, 'WITHSCORES')
+local card = redis.call('ZCARD', z)
+local mems = {}
+-- An offset past the end reads nothing; below it, off + lim - 1 is small
+-- and exact (an offset near 2^63 would reach Redis as "9.2e+18").
+if off < card then
+  local a, b = string.format('%d', off), string.format('%d', off + lim - 1)
+  if ARGV[6] == '1' then
+    mems = redis.call('ZRANGE', z, a, b, 'REV', 'WITHSCORES')
+  else
+    mems = redis.call('ZRANGE', z, a, b, 'WITHSCORES')
+  end
 end
-local out = {now_ms(), redis.call('ZCARD', z)}
+local out = {now_ms(), card}
 for i = 1, #mems, 2 do
   append_item(out, string.sub(mems[i], 18), mems[i + 1], ARGV[5] == '1')
 end
@@ -118,7 +124,10 @@ if op == 'purge_s' or op == 'destroy_s' then z = KEYS[1]
 elseif op == 'mark' or op == 'destroy_l' then z = KEYS[2] end
 if op ~= 'mark' then off = 0 end
 local card = redis.call('ZCARD', z)
-local mems = redis.call('ZRANGE', z, off, off + lim - 1)
+local mems = {}
+if off < card then
+  mems = redis.call('ZRANGE', z, string.format('%d', off), string.format('%d', off + lim - 1))
+end
 local now = now_ms()
 local changed = 0
 for _, mem in ipairs(mems) do

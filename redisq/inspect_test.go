@@ -144,6 +144,29 @@ func TestListAndGetEveryState(t *testing.T) {
 	audit(t, q)
 }
 
+// Regression: List computed off + limit - 1 in Lua, and an offset of 1e17
+// or more reached ZRANGE as "1e+17", a Redis error. Any offset >= 0 is a
+// valid page: past the end it is empty with Next == -1.
+func TestRegressionListHugeOffset(t *testing.T) {
+	s := startRedis(t)
+	q := newQueue(t, s.client(t), "page")
+	ctx := context.Background()
+	_, err := q.EnqueueAfter(ctx, "x", nil, 0)
+	require.NoError(t, err)
+	for _, off := range []int64{1, 1e15, 1e17, math.MaxInt64 - 1000, math.MaxInt64} {
+		for _, rev := range []bool{false, true} {
+			p, err := q.List(ctx, StateScheduled, ListOptions{Offset: off, Limit: MaxPage, Reverse: rev})
+			require.NoError(t, err, "offset %d is >= 0, so a valid page", off)
+			require.Empty(t, p.Items)
+			require.EqualValues(t, 1, p.Total)
+			require.EqualValues(t, -1, p.Next)
+		}
+	}
+	p, err := q.List(ctx, StateScheduled, ListOptions{Limit: MaxPage})
+	require.NoError(t, err)
+	require.Len(t, p.Items, 1)
+}
+
 func TestNackWithOutcomes(t *testing.T) {
 	s := startRedis(t)
 	c := s.client(t)
