@@ -348,3 +348,21 @@ func TestRegressionFarPastBatchClaimFails(t *testing.T) {
 	require.EqualValues(t, scriptBatch, st.Lateness.Counts[len(st.Lateness.Bounds)])
 	audit(t, q)
 }
+
+// Regression: dueMS compared whole seconds against the clamp bounds, so a
+// time within a second of maxDueMS or minDueMS (yet representable) was
+// clamped to the bound instead of stored to the millisecond.
+func TestRegressionDueMSBoundaries(t *testing.T) {
+	for _, ms := range []int64{maxDueMS - 999, maxDueMS - 500, maxDueMS - 1, minDueMS + 500, minDueMS + 1, minDueMS + 999, -1, 0, 1} {
+		at := time.UnixMilli(ms)
+		require.Equal(t, ms, dueMS(at), "UnixMilli(%d)", ms)
+		require.Equal(t, ms+1, dueMS(at.Add(time.Microsecond)), "UnixMilli(%d)+1us rounds up", ms)
+	}
+	for _, at := range []time.Time{time.UnixMilli(maxDueMS).Add(time.Microsecond), time.UnixMilli(maxDueMS + 1), time.UnixMilli(maxDueMS + 1000)} {
+		require.Equal(t, int64(maxDueMS), dueMS(at), "%v", at)
+	}
+	for _, at := range []time.Time{time.UnixMilli(minDueMS - 1), time.UnixMilli(minDueMS).Add(-time.Microsecond), time.UnixMilli(minDueMS - 1000), time.UnixMilli(minDueMS - 2000)} {
+		require.Equal(t, int64(minDueMS), dueMS(at), "%v", at)
+	}
+	require.Equal(t, int64(minDueMS), dueMS(time.UnixMilli(minDueMS)))
+}

@@ -231,18 +231,21 @@ func msDuration(ms int64) time.Duration {
 // [minDueMS, maxDueMS]: Unix milliseconds of the extremes of time.Time
 // overflow int64, and the scripts need exact integers under 1e17.
 func dueMS(at time.Time) int64 {
+	// Whole seconds beyond these are beyond the bounds whatever the
+	// fraction (and s*1000 might overflow); the seconds at the bounds
+	// themselves are computed to the millisecond and clamped.
 	s := at.Unix()
 	switch {
-	case s >= maxDueMS/1000:
+	case s > maxDueMS/1000:
 		return maxDueMS
-	case s <= minDueMS/1000:
+	case s < minDueMS/1000-1:
 		return minDueMS
 	}
 	ms := s*1000 + int64(at.Nanosecond()/1e6)
 	if at.Nanosecond()%1e6 != 0 {
 		ms++
 	}
-	return ms
+	return min(max(ms, minDueMS), maxDueMS)
 }
 
 // delayUS is d in whole microseconds, rounded up (never early); d <= 0 is 0.
