@@ -3,7 +3,6 @@ package redisq
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,7 +39,7 @@ type EnqueueResult struct {
 
 // EnqueueMany schedules items as Enqueue/EnqueueAfter would, one after the
 // other in slice order (FIFO among equal due times), in one round trip: one
-// script per 500 items, pipelined, each applied atomically. It returns one
+// script per 500 items, pipelined, each applied atomically and in order. It returns one
 // result per item, in order, and the first error of a failed script or of
 // the round trip (nil when every item got an answer, duplicates included).
 // An empty id anywhere returns an error before anything is sent; ErrClosed
@@ -58,33 +57,26 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 	if len(items) == 0 {
 		return res, nil
 	}
-	var cmds []*redis.Cmd
 	var argss [][]interface{}
-	_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for lo := 0; lo < len(items); lo += enqueueBatch {
-			chunk := items[lo:min(lo+enqueueBatch, len(items))]
-			args := make([]interface{}, 0, 2+4*len(chunk))
-			args = append(args, q.mpref, len(chunk))
-			for _, it := range chunk {
-				if it.At.IsZero() {
-					args = append(args, it.ID, it.Payload, "after", delayUS(it.After))
-				} else {
-					args = append(args, it.ID, it.Payload, "at", dueMS(it.At))
-				}
+	for lo := 0; lo < len(items); lo += enqueueBatch {
+		chunk := items[lo:min(lo+enqueueBatch, len(items))]
+		args := make([]interface{}, 0, 2+4*len(chunk))
+		args = append(args, q.mpref, len(chunk))
+		for _, it := range chunk {
+			if it.At.IsZero() {
+				args = append(args, it.ID, it.Payload, "after", delayUS(it.After))
+			} else {
+				args = append(args, it.ID, it.Payload, "at", dueMS(it.At))
 			}
-			argss = append(argss, args)
-			cmds = append(cmds, scriptEnqueueMany.EvalSha(ctx, p, q.keys, args...))
 		}
-		return nil
-	})
+		argss = append(argss, args)
+	}
+	cmds := q.runChunks(ctx, scriptEnqueueMany, argss)
 	var first error
 	for c, cmd := range cmds {
 		lo := c * enqueueBatch
 		chunk := res[lo:min(lo+enqueueBatch, len(items))]
 		r, err := cmd.Slice()
-		if err != nil && isNoScript(err) {
-			r, err = scriptEnqueueMany.Run(ctx, q.client, q.keys, argss[c]...).Slice()
-		}
 		if err == nil && len(r) != len(chunk)+1 {
 			err = errors.New("redisq: enqueue many: malformed reply")
 		}
@@ -108,6 +100,19 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 	return res, first
 }
 
-// isNoScript reports a pipelined EVALSHA's reply for a script the server
-// does not hold (after a restart or SCRIPT FLUSH).
-func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
+// runChunks runs s once per element of argss, in order, in one pipelined
+// round trip, and returns the commands for their replies. It sends EVAL, not
+// EVALSHA: a pipelined EVALSHA that got NOSCRIPT (after a restart or SCRIPT
+// FLUSH) while a later one succeeded would have to be re-run after it, out
+// of order. The script text costs a few KB per chunk of up to 500 items, and
+// Redis caches the compiled script by its SHA.
+func (q *Queue) runChunks(ctx context.Context, s *redis.Script, argss [][]interface{}) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(argss))
+	_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, args := range argss {
+			cmds[i] = s.Eval(ctx, p, q.keys, args...)
+		}
+		return nil
+	})
+	return cmds
+}

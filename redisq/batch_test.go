@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -135,6 +136,46 @@ func TestAckManyPerMessage(t *testing.T) {
 	// Run again (a retry after a lost reply): the tombstones answer.
 	for i, err := range q.AckMany(ctx, []*Message{ms[0], ms[1], again}) {
 		require.NoError(t, err, "retried ack %d", i)
+	}
+	audit(t, q)
+}
+
+// Regression: EnqueueMany pipelined its chunks as EVALSHA and re-ran a chunk
+// that got NOSCRIPT after the pipeline, so when another client reloaded the
+// script in between, a later chunk was applied first: slice order (FIFO
+// among equal due times) was lost and the later copy of a repeated id was
+// stored while the earlier one was reported ErrDuplicate. Chunks go as EVAL
+// now and are applied in order.
+func TestRegressionEnqueueManyNoScriptReorders(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	c.AddHook(reloadMidPipeline{side: s.client(t), scripts: []*redis.Script{scriptEnqueueMany, scriptAckMany}})
+	q := newQueue(t, c, "nos", WithVisibilityTimeout(time.Hour))
+	ctx := context.Background()
+	at := redisNow(t, c).Add(-time.Second)
+	items := make([]EnqueueItem, enqueueBatch+100)
+	for i := range items {
+		items[i] = EnqueueItem{ID: fmt.Sprintf("i%04d", i), Payload: []byte(strconv.Itoa(i)), At: at}
+	}
+	items[enqueueBatch+50].ID = items[0].ID
+	res, err := q.EnqueueMany(ctx, items)
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err, "the first copy of a repeated id")
+	require.ErrorIs(t, res[enqueueBatch+50].Err, ErrDuplicate, "the later copy of a repeated id")
+	ms, err := q.TakeBatch(ctx, MaxBatch)
+	require.NoError(t, err)
+	require.Len(t, ms, len(items)-1)
+	j := 0
+	for i, it := range items {
+		if i == enqueueBatch+50 {
+			continue
+		}
+		require.Equal(t, it.ID, ms[j].ID, "FIFO position %d", j)
+		require.Equal(t, it.Payload, ms[j].Payload)
+		j++
+	}
+	for _, err := range q.AckMany(ctx, ms) {
+		require.NoError(t, err)
 	}
 	audit(t, q)
 }

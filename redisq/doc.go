@@ -12,9 +12,10 @@
 // # Design
 //
 // Every state change is one Lua script (EVALSHA through redis.Script, with
-// EVAL fallback on NOSCRIPT, e.g. after a restart) over keys that share the
-// hash tag {dq:NAME}, so the queue works on a single node, behind Sentinel
-// and on Cluster (one slot per queue):
+// EVAL fallback on NOSCRIPT, e.g. after a restart; the pipelined chunks of
+// EnqueueMany and AckMany are sent as EVAL, applied in order) over keys
+// that share the hash tag {dq:NAME}, so the queue works on a single node,
+// behind Sentinel and on Cluster (one slot per queue):
 //
 //	{dq:NAME}:sched  zset  member -> due time (ms)
 //	{dq:NAME}:lease  zset  member -> lease deadline (ms)

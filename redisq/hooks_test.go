@@ -57,3 +57,37 @@ func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// reloadMidPipeline makes a pipeline of several commands meet a script cache
+// that another client refills while it runs: SCRIPT FLUSH before the first
+// command, the scripts loaded again before the rest, as after a restart
+// with other clients busy.
+type reloadMidPipeline struct {
+	side    redis.UniversalClient
+	scripts []*redis.Script
+}
+
+func (h reloadMidPipeline) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h reloadMidPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h reloadMidPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) < 2 {
+			return next(ctx, cmds)
+		}
+		if err := h.side.ScriptFlush(ctx).Err(); err != nil {
+			return err
+		}
+		err := next(ctx, cmds[:1])
+		for _, s := range h.scripts {
+			if lerr := s.Load(ctx, h.side).Err(); lerr != nil {
+				return lerr
+			}
+		}
+		if rerr := next(ctx, cmds[1:]); err == nil {
+			err = rerr
+		}
+		return err
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Message is one leased delivery of an item. Its lease ends at Deadline by
@@ -102,8 +100,7 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 }
 
 // AckMany acknowledges msgs in one pipelined round trip: one script per 500
-// messages, which reads Redis TIME and updates the counters once (plus one
-// more round trip per script that had to be reloaded after a server restart).
+// messages, which reads Redis TIME and updates the counters once.
 // It returns one error per message, each with Ack's meaning; all nil on full
 // success. A message listed twice is acked once. A message taken from
 // another queue (another name) is not acked: its error says so.
@@ -112,34 +109,26 @@ func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 	if len(msgs) == 0 {
 		return errs
 	}
-	var cmds []*redis.Cmd
 	var argss [][]interface{}
-	_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for lo := 0; lo < len(msgs); lo += enqueueBatch {
-			chunk := msgs[lo:min(lo+enqueueBatch, len(msgs))]
-			args := make([]interface{}, 0, 1+2*len(chunk))
-			args = append(args, q.mpref)
-			for _, m := range chunk {
-				// An empty token owns no lease: the script answers 0
-				// without touching this queue's item of the same id.
-				tok := m.token
-				if m.q.mpref != q.mpref {
-					tok = ""
-				}
-				args = append(args, m.ID, tok)
+	for lo := 0; lo < len(msgs); lo += enqueueBatch {
+		chunk := msgs[lo:min(lo+enqueueBatch, len(msgs))]
+		args := make([]interface{}, 0, 1+2*len(chunk))
+		args = append(args, q.mpref)
+		for _, m := range chunk {
+			// An empty token owns no lease: the script answers 0
+			// without touching this queue's item of the same id.
+			tok := m.token
+			if m.q.mpref != q.mpref {
+				tok = ""
 			}
-			argss = append(argss, args)
-			cmds = append(cmds, scriptAckMany.EvalSha(ctx, p, q.keys, args...))
+			args = append(args, m.ID, tok)
 		}
-		return nil
-	})
-	for c, cmd := range cmds {
+		argss = append(argss, args)
+	}
+	for c, cmd := range q.runChunks(ctx, scriptAckMany, argss) {
 		lo := c * enqueueBatch
 		chunk := errs[lo:min(lo+enqueueBatch, len(msgs))]
 		r, err := cmd.Slice()
-		if err != nil && isNoScript(err) {
-			r, err = scriptAckMany.Run(ctx, q.client, q.keys, argss[c]...).Slice()
-		}
 		if err == nil && len(r) != len(chunk) {
 			err = errors.New("redisq: ack many: malformed reply")
 		}
