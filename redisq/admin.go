@@ -17,8 +17,9 @@ var (
 	ErrNoQueue = errors.New("redisq: no such queue")
 )
 
-// adminBatch is how many items one admin batch script handles.
-const adminBatch = 500
+// adminBatch is how many items one admin batch script handles: about 2ms of
+// server CPU on a small VM (reviving an item rewrites its hash and zsets).
+const adminBatch = 200
 
 // ScheduleResult is what Schedule did.
 type ScheduleResult struct {
@@ -107,7 +108,7 @@ func (q *Queue) deadOne(ctx context.Context, id, op string) error {
 
 // RequeueAllDead revives every item that was dead when it was called, in
 // order of death, as RequeueDead does, and returns how many. It works in
-// batches: each batch is one atomic script of a few hundred items (bounded
+// batches: each batch is one atomic script of 200 items (bounded
 // work, so consumers are not stalled), and items that die while it runs are
 // left dead. It returns ErrNoQueue when the queue has no data, ErrClosed
 // after Close, or a Redis/context error together with the number revived

@@ -1,6 +1,10 @@
 package redisq
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The inspection and admin scripts. They take the same KEYS and ARGV[1] as
 // the scripts in scripts.go (see there), and every one does bounded work:
@@ -31,7 +35,8 @@ const itemStride = 11
 
 // list: ARGV[2] state code (s/l/d), ARGV[3] offset, ARGV[4] limit, ARGV[5]
 // "1" for payloads, ARGV[6] "1" for reverse order. Returns {now, total,
-// item...}.
+// item...}: at most limit items, and with payloads it stops after the item
+// that brings them to listBytes.
 var scriptList = redis.NewScript(luaCommon + luaItem + `
 local z = zset_of(ARGV[2])
 local off = tonumber(ARGV[3])
@@ -49,11 +54,22 @@ if off < card then
   end
 end
 local out = {now_ms(), card}
+local bytes = 0
 for i = 1, #mems, 2 do
   append_item(out, string.sub(mems[i], 18), mems[i + 1], ARGV[5] == '1')
+  if ARGV[5] == '1' then
+    bytes = bytes + out[#out - 1]
+    if bytes >= ` + listBytesLua + ` then break end
+  end
 end
 return out
 `)
+
+// listBytes bounds the payloads one List page copies: the page ends after
+// the item that reaches it (Page.Next goes on from there).
+const listBytes = 1 << 20
+
+var listBytesLua = strconv.Itoa(listBytes)
 
 // get: ARGV[2] id. Returns {now} when not found, else {now, item} with the
 // payload.

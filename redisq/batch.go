@@ -8,10 +8,33 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// enqueueBatch is the most items one enqueue-many script stores: about 2-3ms
-// of server CPU on a small VM. EnqueueMany sends larger inputs as several
-// scripts in one pipelined round trip.
-const enqueueBatch = 500
+// enqueueBatch and batchBytes bound one enqueue-many or ack-many script: at
+// most enqueueBatch items and, after a chunk's first item, at most
+// batchBytes of ids and payloads (storing a payload copies it, so the cost
+// grows with its size; an item larger than that goes alone, as Enqueue
+// would store it). About 2ms of server CPU on a small VM. EnqueueMany and
+// AckMany send larger inputs as several scripts in one pipelined round trip.
+const (
+	enqueueBatch = 200
+	batchBytes   = 64 << 10
+)
+
+// chunkEnds splits n items, item i weighing size(i) bytes, into chunks for
+// one script each, within enqueueBatch and batchBytes, and returns the end
+// (exclusive) of each chunk in order.
+func chunkEnds(n int, size func(int) int) []int {
+	var ends []int
+	lo, bytes := 0, 0
+	for i := range n {
+		b := size(i)
+		if i > lo && (i-lo == enqueueBatch || bytes+b > batchBytes) {
+			ends = append(ends, i)
+			lo, bytes = i, 0
+		}
+		bytes += b
+	}
+	return append(ends, n)
+}
 
 // EnqueueItem is one item for EnqueueMany.
 type EnqueueItem struct {
@@ -39,7 +62,8 @@ type EnqueueResult struct {
 
 // EnqueueMany schedules items as Enqueue/EnqueueAfter would, one after the
 // other in slice order (FIFO among equal due times), in one round trip: one
-// script per 500 items, pipelined, each applied atomically and in order. It returns one
+// script per 200 items or 64 KiB of ids and payloads, pipelined, each
+// applied atomically and in order. It returns one
 // result per item, in order, and the first error of a failed script or of
 // the round trip (nil when every item got an answer, duplicates included).
 // An empty id anywhere returns an error before anything is sent; ErrClosed
@@ -57,9 +81,10 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 	if len(items) == 0 {
 		return res, nil
 	}
+	ends := chunkEnds(len(items), func(i int) int { return len(items[i].ID) + len(items[i].Payload) })
 	var argss [][]interface{}
-	for lo := 0; lo < len(items); lo += enqueueBatch {
-		chunk := items[lo:min(lo+enqueueBatch, len(items))]
+	for c, hi := range ends {
+		chunk := items[chunkStart(ends, c):hi]
 		args := make([]interface{}, 0, 2+4*len(chunk))
 		args = append(args, q.mpref, len(chunk))
 		for _, it := range chunk {
@@ -74,8 +99,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 	cmds := q.runChunks(ctx, scriptEnqueueMany, argss)
 	var first error
 	for c, cmd := range cmds {
-		lo := c * enqueueBatch
-		chunk := res[lo:min(lo+enqueueBatch, len(items))]
+		chunk := res[chunkStart(ends, c):ends[c]]
 		r, err := cmd.Slice()
 		if err == nil && len(r) != len(chunk)+1 {
 			err = errors.New("redisq: enqueue many: malformed reply")
@@ -100,11 +124,19 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 	return res, first
 }
 
+// chunkStart is where chunk c of chunkEnds' ends begins.
+func chunkStart(ends []int, c int) int {
+	if c == 0 {
+		return 0
+	}
+	return ends[c-1]
+}
+
 // runChunks runs s once per element of argss, in order, in one pipelined
 // round trip, and returns the commands for their replies. It sends EVAL, not
 // EVALSHA: a pipelined EVALSHA that got NOSCRIPT (after a restart or SCRIPT
 // FLUSH) while a later one succeeded would have to be re-run after it, out
-// of order. The script text costs a few KB per chunk of up to 500 items, and
+// of order. The script text costs a few KB per chunk of up to 200 items, and
 // Redis caches the compiled script by its SHA.
 func (q *Queue) runChunks(ctx context.Context, s *redis.Script, argss [][]interface{}) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(argss))

@@ -64,7 +64,12 @@
 // at most 100 items, whatever it is asked (WithReclaimBatch allows at most
 // 100; TakeBatch with a larger n runs several claims back to back): about
 // 2-3ms of server CPU on a small VM, and the tests fail if the worst case
-// takes over 10ms. Every other script is O(log n).
+// takes over 10ms. EnqueueMany and AckMany send one script per 200 items
+// (EnqueueMany also per 64 KiB of ids and payloads, a larger item alone),
+// the batch admin calls one per 200 items, and a List page with payloads
+// ends after the item that brings them to 1 MiB; all stay under 10ms.
+// Every other script handles one item, O(log n). An item's own cost grows
+// with its payload, which a script copies once.
 //
 // # Inspection and administration
 //
@@ -72,7 +77,7 @@
 // is one script call of bounded cost (a page, one item, a bucket count), so
 // they are safe on a live queue. RequeueDead, DeleteDead, Cancel and
 // Schedule change one item atomically; RequeueAllDead, DeleteAllDead and
-// Purge work in atomic batches of a few hundred items; Destroy removes the
+// Purge work in atomic batches of 200 items; Destroy removes the
 // items in such batches and then every other key of the queue, found by
 // SCAN. Every step keeps the invariants Audit checks. ListQueues finds the
 // queues on a server (or on every master of a Cluster) by SCAN.

@@ -185,7 +185,9 @@ type Page struct {
 // (one round trip), O(log n + limit), so it is safe on a live queue; pages
 // are read at different moments, so an item that moves between two calls
 // can be missed or seen twice. Without Payloads, Item.Payload is nil and
-// PayloadSize still says how big it is. It returns ErrClosed after Close, an
+// PayloadSize still says how big it is; with Payloads a page ends early,
+// after the item that brings its payloads to 1 MiB (Next goes on from
+// there), so one call copies a bounded amount. It returns ErrClosed after Close, an
 // error for a bad state or page, or a Redis/context error.
 func (q *Queue) List(ctx context.Context, state State, opt ListOptions) (Page, error) {
 	code, err := state.code()
@@ -213,7 +215,9 @@ func (q *Queue) List(ctx context.Context, state State, opt ListOptions) (Page, e
 		}
 		p.Items = append(p.Items, it)
 	}
-	if end := opt.Offset + int64(len(p.Items)); len(p.Items) == opt.Limit && end < p.Total {
+	// The script reads the page and Total atomically: items past the page
+	// exist exactly when end < Total (a page with payloads may end early).
+	if end := opt.Offset + int64(len(p.Items)); len(p.Items) > 0 && end < p.Total {
 		p.Next = end
 	}
 	return p, nil

@@ -99,7 +99,7 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// AckMany acknowledges msgs in one pipelined round trip: one script per 500
+// AckMany acknowledges msgs in one pipelined round trip: one script per 200
 // messages, which reads Redis TIME and updates the counters once.
 // It returns one error per message, each with Ack's meaning; all nil on full
 // success. A message listed twice is acked once. A message taken from
@@ -109,9 +109,10 @@ func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 	if len(msgs) == 0 {
 		return errs
 	}
+	ends := chunkEnds(len(msgs), func(i int) int { return len(msgs[i].ID) + len(msgs[i].token) })
 	var argss [][]interface{}
-	for lo := 0; lo < len(msgs); lo += enqueueBatch {
-		chunk := msgs[lo:min(lo+enqueueBatch, len(msgs))]
+	for c, hi := range ends {
+		chunk := msgs[chunkStart(ends, c):hi]
 		args := make([]interface{}, 0, 1+2*len(chunk))
 		args = append(args, q.mpref)
 		for _, m := range chunk {
@@ -126,8 +127,8 @@ func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 		argss = append(argss, args)
 	}
 	for c, cmd := range q.runChunks(ctx, scriptAckMany, argss) {
-		lo := c * enqueueBatch
-		chunk := errs[lo:min(lo+enqueueBatch, len(msgs))]
+		lo := chunkStart(ends, c)
+		chunk := errs[lo:ends[c]]
 		r, err := cmd.Slice()
 		if err == nil && len(r) != len(chunk) {
 			err = errors.New("redisq: ack many: malformed reply")
