@@ -36,7 +36,9 @@ type ScheduleResult struct {
 // at the same millisecond. On an in-flight item it returns ErrInFlight and
 // changes nothing. One round trip, O(log n). It also returns ErrClosed after
 // Close, or a Redis/context error (the upsert may or may not have been
-// applied; retrying is safe).
+// applied; retrying is safe). A Schedule whose reply was lost and that
+// go-redis runs again reports what the first run did (Created included) and
+// does not apply the upsert twice (each call carries a request id).
 func (q *Queue) Schedule(ctx context.Context, id string, payload []byte, at time.Time) (ScheduleResult, error) {
 	return q.schedule(ctx, id, payload, "at", dueMS(at))
 }
@@ -52,7 +54,7 @@ func (q *Queue) schedule(ctx context.Context, id string, payload []byte, mode st
 	if err := q.checkOp(id); err != nil {
 		return ScheduleResult{}, err
 	}
-	r, err := q.run(ctx, scriptSchedule, id, payload, mode, v)
+	r, err := q.runOnce(ctx, scriptSchedule, id, payload, mode, v)
 	if err != nil {
 		return ScheduleResult{}, err
 	}

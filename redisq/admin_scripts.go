@@ -170,11 +170,15 @@ return {#mems, card, changed}
 `)
 
 // schedule (upsert): ARGV[2] id, ARGV[3] payload, ARGV[4] "at" (ARGV[5] due
-// ms) or "after" (ARGV[5] delay us). {1, due} created, {3, due} replaced (a dead item is revived
-// with attempts reset), {2} in flight (nothing changed).
+// ms) or "after" (ARGV[5] delay us), ARGV[6] request id. {1, due} created,
+// {3, due} replaced (a dead item is revived with attempts reset), {2} in
+// flight (nothing changed); a rerun of the same request returns the first
+// run's reply.
 var scriptSchedule = redis.NewScript(luaCommon + `
 local h = ARGV[1] .. ARGV[2]
-local f = redis.call('HMGET', h, 'st', 'mem')
+local f = redis.call('HMGET', h, 'st', 'mem', 'rq', 'rr')
+local again = replay(f[3], f[4], false)
+if again then return again end
 if f[1] == 'l' then return {2} end
 local now, frac = now_ms()
 local due = tonumber(ARGV[5])
@@ -182,25 +186,26 @@ if ARGV[4] == 'after' then due = after(now, frac, due) else due = clamp_due(due)
 if not f[1] then
   redis.call('HSET', h, 'p', ARGV[3], 'att', 0, 'enq', now)
   redis.call('HINCRBY', KEYS[5], 'enqueued', 1)
-  to_sched(h, ARGV[2], due)
+  to_sched(h, ARGV[2], due, 'rq', ARGV[6], 'rr', enc({1, due}))
   return {1, due}
 end
 unsched(h, f[1], f[2])
 redis.call('HSET', h, 'p', ARGV[3])
-to_sched(h, ARGV[2], due)
+to_sched(h, ARGV[2], due, 'rq', ARGV[6], 'rr', enc({3, due}))
 redis.call('HINCRBY', KEYS[5], 'rescheduled', 1)
 return {3, due}
 `)
 
-// dead-letter: ARGV[2] id, ARGV[3] token, ARGV[4] reason. {0} lease lost,
-// {2} dead-lettered, {3} deleted because it was cancelled while in flight.
+// dead-letter: ARGV[2] id, ARGV[3] token, ARGV[4] reason, ARGV[5] request
+// id. {0} lease lost, {2} dead-lettered, {3} deleted because it was cancelled
+// while in flight; a rerun of the same request returns the first run's reply.
 var scriptDeadLetter = redis.NewScript(luaCommon + luaLease + `
 redis.call('ZREM', KEYS[2], f[4])
 if f[6] == '1' then
   redis.call('DEL', h)
   redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
-  return {3}
+  return done_gone({3})
 end
-to_dead(h, f[4], now, ARGV[4])
+to_dead(h, f[4], now, ARGV[4], 'rq', ARGV[5], 'rr', '2')
 return {2}
 `)

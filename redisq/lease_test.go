@@ -195,3 +195,92 @@ func TestRegressionRetriedAckReportsSuccess(t *testing.T) {
 	require.NoError(t, serr)
 	require.EqualValues(t, 1, st.Counters["acked"])
 }
+
+// Regression: a Nack, NackWith, DeadLetter, Cancel or Schedule whose reply
+// was lost (connection killed after the script ran) was run again by
+// go-redis and reported an outcome that contradicted what the first run did
+// (ErrLeaseLost for an applied nack, ErrNotFound for an applied cancel,
+// Created false, and a second reschedule, for a new id). Each call now
+// carries a request id and a rerun returns the first run's reply.
+func TestRegressionLostReplyRetries(t *testing.T) {
+	s := startRedis(t)
+	p := newDropProxy(t, s.addr())
+	c := redis.NewClient(&redis.Options{Addr: p.l.Addr().String(), MaxRetries: 3})
+	t.Cleanup(func() { _ = c.Close() })
+	q := newQueue(t, c, "lost", WithVisibilityTimeout(time.Hour), WithBackoff(time.Hour, time.Hour))
+	ctx := context.Background()
+	// Load every script first, so that the dropped reply is that of a
+	// script that ran (not of a NOSCRIPT EVALSHA).
+	for _, sc := range []*redis.Script{scriptAck, scriptNack, scriptDeadLetter, scriptCancel, scriptSchedule} {
+		require.NoError(t, sc.Load(ctx, c).Err())
+	}
+	take := func(t *testing.T, id string, d time.Duration) *Message {
+		_, err := q.EnqueueAfter(ctx, id, nil, d)
+		require.NoError(t, err)
+		m, err := q.Take(ctx)
+		require.NoError(t, err)
+		return m
+	}
+	t.Run("ack", func(t *testing.T) {
+		m := take(t, "A1x", 0)
+		p.arm(t, "A1x")
+		require.NoError(t, m.Ack(ctx))
+	})
+	t.Run("nack", func(t *testing.T) {
+		m := take(t, "N2x", 0)
+		p.arm(t, "N2x")
+		res, err := m.NackWith(ctx)
+		require.NoError(t, err)
+		require.Equal(t, NackRetried, res.Outcome)
+		it, err := q.Get(ctx, "N2x")
+		require.NoError(t, err)
+		require.Equal(t, StateScheduled, it.State)
+		require.Equal(t, res.Due, it.Due, "the reply of the run that was applied")
+	})
+	t.Run("nack dropped", func(t *testing.T) {
+		m := take(t, "N3x", 0)
+		out, err := q.Cancel(ctx, "N3x")
+		require.NoError(t, err)
+		require.Equal(t, CancelMarked, out)
+		p.arm(t, "N3x")
+		res, err := m.NackWith(ctx)
+		require.NoError(t, err)
+		require.Equal(t, NackDropped, res.Outcome)
+	})
+	t.Run("deadletter", func(t *testing.T) {
+		m := take(t, "D4x", 0)
+		p.arm(t, "D4x")
+		out, err := m.DeadLetter(ctx, "why")
+		require.NoError(t, err)
+		require.Equal(t, NackDeadLettered, out)
+		it, err := q.Get(ctx, "D4x")
+		require.NoError(t, err)
+		require.Equal(t, StateDead, it.State)
+	})
+	t.Run("cancel", func(t *testing.T) {
+		_, err := q.EnqueueAfter(ctx, "C5x", nil, time.Hour)
+		require.NoError(t, err)
+		p.arm(t, "C5x")
+		out, err := q.Cancel(ctx, "C5x")
+		require.NoError(t, err)
+		require.Equal(t, CancelRemoved, out)
+		_, err = q.Cancel(ctx, "C5x")
+		require.ErrorIs(t, err, ErrNotFound, "a new call is a new request")
+	})
+	t.Run("schedule", func(t *testing.T) {
+		p.arm(t, "S6x")
+		res, err := q.ScheduleAfter(ctx, "S6x", nil, time.Hour)
+		require.NoError(t, err)
+		require.True(t, res.Created, "a new id: Created")
+		it, err := q.Get(ctx, "S6x")
+		require.NoError(t, err)
+		require.Equal(t, res.Due, it.Due)
+		res, err = q.ScheduleAfter(ctx, "S6x", nil, time.Hour)
+		require.NoError(t, err)
+		require.False(t, res.Created, "a new call is a new request")
+	})
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.Rescheduled, "S6x replaced once, by the second call")
+	audit(t, q)
+}

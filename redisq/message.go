@@ -44,7 +44,11 @@ func (m *Message) Ack(ctx context.Context) error {
 
 // Nack gives the item back for redelivery after the queue's backoff for this
 // attempt, or moves it to the dead set when it has had max attempts. An item
-// cancelled while in flight is deleted instead. Blocking and errors as Ack.
+// cancelled while in flight is deleted instead. Blocking and errors as Ack;
+// like an Ack, a Nack (NackAfter, NackWith, DeadLetter) whose reply was lost
+// and that go-redis runs again reports what the first run did: each call
+// carries a request id, whose reply stays in the item hash (or, when the
+// item was deleted, in a key that expires after 30 s).
 // NackWith also tells which of these happened.
 func (m *Message) Nack(ctx context.Context) error {
 	_, err := m.nack(ctx, -1, "")
@@ -62,7 +66,7 @@ func (m *Message) NackAfter(ctx context.Context, delay time.Duration) error {
 // nack runs the nack script; us < 0 applies the backoff policy.
 func (m *Message) nack(ctx context.Context, us int64, reason string) (NackResult, error) {
 	o := m.q.opt
-	r, err := m.q.run(ctx, scriptNack, m.ID, m.token, us, o.maxAttempts,
+	r, err := m.q.runOnce(ctx, scriptNack, m.ID, m.token, us, o.maxAttempts,
 		delayUS(o.backoffBase), delayUS(o.backoffMax), reason)
 	if err != nil {
 		return NackResult{}, err

@@ -89,7 +89,7 @@ func (m *Message) DeadLetter(ctx context.Context, reason string) (NackOutcome, e
 	if reason == "" {
 		reason = "dead-lettered by consumer"
 	}
-	r, err := m.q.run(ctx, scriptDeadLetter, m.ID, m.token, truncReason(reason))
+	r, err := m.q.runOnce(ctx, scriptDeadLetter, m.ID, m.token, truncReason(reason))
 	if err != nil {
 		return 0, err
 	}

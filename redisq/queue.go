@@ -61,6 +61,8 @@ type Queue struct {
 	wpref  string // private waiter key prefix
 	subsec time.Duration
 
+	inst      string        // random per Queue value: request ids (runOnce)
+	reqSeq    atomic.Uint64 // request ids (runOnce)
 	waitSeq   atomic.Uint64
 	timer     timerState
 	closeCtx  context.Context
@@ -102,6 +104,7 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 		keys:   []string{p + ":sched", p + ":lease", p + ":dead", p + ":wake", p + ":stats", p + ":seq", p + ":timer", p + ":late"},
 		mpref:  p + ":m:",
 		wpref:  p + ":w:" + hex.EncodeToString(inst[:]) + ":",
+		inst:   "q" + hex.EncodeToString(inst[:]) + ".",
 		subsec: time.Second,
 	}
 	if o.waitClient != nil {
@@ -192,6 +195,15 @@ func checkID(id string) error {
 		return errors.New("redisq: empty id")
 	}
 	return nil
+}
+
+// runOnce is run with a new request id as the last argument, for the scripts
+// that make a rerun of the same call (go-redis retries a command whose reply
+// was lost to a broken connection or a timeout) return the first run's
+// reply instead of acting again or reporting a contradicting outcome.
+func (q *Queue) runOnce(ctx context.Context, s *redis.Script, args ...interface{}) ([]interface{}, error) {
+	rid := q.inst + strconv.FormatUint(q.reqSeq.Add(1), 36)
+	return q.run(ctx, s, append(args, rid)...)
 }
 
 func (q *Queue) run(ctx context.Context, s *redis.Script, args ...interface{}) ([]interface{}, error) {
@@ -309,7 +321,9 @@ func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, mode str
 // CancelMarked when the item is leased (it is then marked: its Ack, Nack or
 // DeadLetter deletes it and an expired lease is not retried; the consumer
 // holding it may still act on it); ErrNotFound for an unknown id, ErrClosed
-// after Close, or a Redis/context error.
+// after Close, or a Redis/context error. A Cancel whose reply was lost and
+// that go-redis runs again reports what the first run did (each call
+// carries a request id).
 func (q *Queue) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	if err := checkID(id); err != nil {
 		return 0, err
@@ -317,7 +331,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	if q.isClosed() {
 		return 0, ErrClosed
 	}
-	r, err := q.run(ctx, scriptCancel, id)
+	r, err := q.runOnce(ctx, scriptCancel, id)
 	if err != nil {
 		return 0, err
 	}
@@ -378,8 +392,18 @@ func (q *Queue) reschedule(ctx context.Context, id, mode string, v int64) (time.
 // for it; the others wait on the marker for up to the wake cap, and whoever
 // claims and leaves work behind re-arms the marker. It returns the message;
 // ctx.Err() when ctx is done; ErrClosed when Close was called; or a Redis
-// error (nothing was leased to this caller that it cannot see; the caller may
-// retry). Each blocked Take holds one connection of the wait client.
+// error (the caller may retry). Each blocked Take holds one connection of
+// the wait client.
+//
+// A claim whose reply is lost (the connection breaks or times out after the
+// script ran) is not idempotent: the items that run leased are leased to
+// nobody. go-redis runs the claim again (or Take returns the error), which
+// leases other items; the lost ones are redelivered when their lease
+// expires, with Attempts counting the lost delivery, so with
+// WithMaxAttempts(1) such an item goes to the dead set ("max attempts: lease
+// expired") without having been handled. Keeping the claim free of an extra
+// command per call is the reason; keep the visibility timeout short enough
+// for such redeliveries, and max attempts above 1.
 func (q *Queue) Take(ctx context.Context) (*Message, error) {
 	ms, err := q.TakeBatch(ctx, 1)
 	if err != nil {

@@ -112,18 +112,53 @@ local function backoff(att, base, max)
 end
 -- to_dead moves a leased/scheduled item (already removed from its zset) to
 -- dead, recording why it died.
-local function to_dead(h, mem, now, why)
+local function to_dead(h, mem, now, why, ...)
   redis.call('ZADD', KEYS[3], now, mem)
-  redis.call('HSET', h, 'st', 'd', 'tok', '', 'dl', 0, 'why', why)
+  redis.call('HSET', h, 'st', 'd', 'tok', '', 'dl', 0, 'why', why, ...)
   redis.call('HINCRBY', KEYS[5], 'dead', 1)
 end
--- to_sched puts an item (already removed from its zset) back to sched at due.
-local function to_sched(h, id, due)
+-- to_sched puts an item (already removed from its zset) back to sched at
+-- due; extra arguments are more hash fields and values to set.
+local function to_sched(h, id, due, ...)
   local mem = new_member(id)
   redis.call('ZADD', KEYS[1], due, mem)
-  redis.call('HSET', h, 'st', 's', 'due', due, 'mem', mem, 'tok', '', 'dl', 0)
+  redis.call('HSET', h, 'st', 's', 'due', due, 'mem', mem, 'tok', '', 'dl', 0, ...)
   arm_if_head(mem)
   return mem
+end
+-- Request ids (see runOnce): the idempotent scripts get a request id as
+-- their last argument and leave their reply where a rerun of the same call
+-- finds it. A reply that keeps the item is stored in the item hash itself
+-- (fields rq = request id, rr = reply), in the HSET the script does anyway;
+-- one that deletes the item costs one SET of {dq:NAME}:r:RID with a TTL.
+-- A rerun that finds the item changed by its own first run returns replay().
+local function enc(r)
+  local t = {}
+  for i, v in ipairs(r) do t[i] = string.format('%d', v) end
+  return table.concat(t, ',')
+end
+local function dec(v)
+  local r = {}
+  for x in string.gmatch(v, '[^,]+') do r[#r + 1] = tonumber(x) end
+  return r
+end
+local function rid_key()
+  return string.sub(ARGV[1], 1, -3) .. 'r:' .. ARGV[#ARGV]
+end
+-- done_gone stores the reply r of a call that deleted the item.
+local function done_gone(r)
+  redis.call('SET', rid_key(), enc(r), 'PX', ` + ackTombstoneMS + `)
+  return r
+end
+-- replay returns the stored reply of this call's first run, or nil: rq and
+-- rr are the item's fields (nil when the item is gone).
+local function replay(rq, rr, gone)
+  if rq == ARGV[#ARGV] and rr then return dec(rr) end
+  if gone then
+    local v = redis.call('GET', rid_key())
+    if v then return dec(v) end
+  end
+  return nil
 end
 -- unsched takes a scheduled or dead item out of its zset, for to_sched; a
 -- dead item is revived: attempts reset, reason dropped.
@@ -318,13 +353,16 @@ out[3] = timed
 return out
 `)
 
-// lease check shared by ack/nack/extend: returns h, fields or nil when the
-// caller's token no longer owns a live lease.
+// lease check shared by nack/extend/dead-letter: returns {0} when the
+// caller's token no longer owns a live lease, unless this call (its request
+// id, the last argument) already ran: then its first reply.
 const luaLease = `
 local h = ARGV[1] .. ARGV[2]
-local f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem', 'att', 'can')
+local f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem', 'att', 'can', 'rq', 'rr')
 local now, frac = now_ms()
-if f[1] ~= 'l' or f[2] ~= ARGV[3] or tonumber(f[3]) <= now then return {0} end
+if f[1] ~= 'l' or f[2] ~= ARGV[3] or tonumber(f[3]) <= now then
+  return replay(f[7], f[8], not f[1]) or {0}
+end
 `
 
 // ack: ARGV[2] id, ARGV[3] token. {1} acked, {0} lease lost.
@@ -386,29 +424,30 @@ const ackTombstoneMS = "30000"
 
 // nack: ARGV[2] id, ARGV[3] token, ARGV[4] delay us (-1 = backoff policy),
 // ARGV[5] max attempts, ARGV[6] backoff base us, ARGV[7] backoff max us,
-// ARGV[8] the caller's reason, recorded if the item dies (empty: none).
-// {0} lease lost, {1, due} rescheduled, {2} dead-lettered, {3} deleted because
-// it was cancelled while in flight.
+// ARGV[8] the caller's reason, recorded if the item dies (empty: none),
+// ARGV[9] request id. {0} lease lost, {1, due} rescheduled, {2}
+// dead-lettered, {3} deleted because it was cancelled while in flight; a
+// rerun of the same request returns the first run's reply.
 var scriptNack = redis.NewScript(luaCommon + luaLease + `
 redis.call('ZREM', KEYS[2], f[4])
 redis.call('HINCRBY', KEYS[5], 'nacked', 1)
 if f[6] == '1' then
   redis.call('DEL', h)
   redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
-  return {3}
+  return done_gone({3})
 end
 local att = tonumber(f[5]) or 0
 local maxatt = tonumber(ARGV[5])
 if maxatt > 0 and att >= maxatt then
   local why = 'max attempts: nacked'
   if ARGV[8] and ARGV[8] ~= '' then why = 'max attempts: ' .. ARGV[8] end
-  to_dead(h, f[4], now, why)
+  to_dead(h, f[4], now, why, 'rq', ARGV[9], 'rr', '2')
   return {2}
 end
 local delay = tonumber(ARGV[4])
 if delay < 0 then delay = backoff(att, tonumber(ARGV[6]), tonumber(ARGV[7])) end
 local due = after(now, frac, delay)
-to_sched(h, ARGV[2], due)
+to_sched(h, ARGV[2], due, 'rq', ARGV[9], 'rr', enc({1, due}))
 return {1, due}
 `)
 
@@ -420,11 +459,13 @@ redis.call('HSET', h, 'dl', dl)
 return {1, dl}
 `)
 
-// cancel: ARGV[2] id. {0} not found, {1} removed, {2} in flight (marked).
+// cancel: ARGV[2] id, ARGV[3] request id. {0} not found, {1} removed, {2}
+// in flight (marked; marking again changes nothing); a rerun of a request
+// that removed the item returns {1}.
 var scriptCancel = redis.NewScript(luaCommon + `
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem')
-if not f[1] then return {0} end
+if not f[1] then return replay(nil, nil, true) or {0} end
 if f[1] == 'l' then
   redis.call('HSET', h, 'can', 1)
   return {2}
@@ -432,7 +473,7 @@ end
 if f[1] == 's' then redis.call('ZREM', KEYS[1], f[2]) else redis.call('ZREM', KEYS[3], f[2]) end
 redis.call('DEL', h)
 redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
-return {1}
+return done_gone({1})
 `)
 
 // reschedule: ARGV[2] id, ARGV[3] "at" (ARGV[4] due ms) or "after" (ARGV[4]
