@@ -185,8 +185,7 @@ local due = tonumber(ARGV[5])
 if ARGV[4] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
 if not f[1] then
   redis.call('HSET', h, 'p', ARGV[3], 'att', 0, 'enq', now)
-  redis.call('HINCRBY', KEYS[5], 'enqueued', 1)
-  to_sched(h, ARGV[2], due, 'rq', ARGV[6], 'rr', enc({1, due}))
+  sched_new(h, ARGV[2], due, 'rq', ARGV[6], 'rr', enc({1, due}))
   return {1, due}
 end
 unsched(h, f[1], f[2])

@@ -29,10 +29,12 @@
 //	                       ("ID|deadline ms")
 //	{dq:NAME}:stats  hash  counters
 //	{dq:NAME}:late   hash  lateness histogram of deliveries (fixed buckets)
-//	{dq:NAME}:seq    INCR sequence for members (a member's number is also
-//	                       the token of its lease); it starts at Redis TIME in
+//	{dq:NAME}:seq    hash  sequence of members: n the last number taken
+//	                       (a member's number is also the token of its
+//	                       lease), s0 where it started (Redis TIME in
 //	                       microseconds, so a queue destroyed and created
-//	                       again never reuses a token
+//	                       again never reuses a token), r the numbers taken
+//	                       by requeues; n - s0 - r is Stats' Enqueued
 //	{dq:NAME}:w:...  short-lived private wake keys of blocked waiters
 //
 // Zset members are "%016d"-style zero-padded sequence numbers, ":" and the

@@ -363,3 +363,67 @@ func TestDueHistogram(t *testing.T) {
 		require.Error(t, err)
 	}
 }
+
+// Enqueued is derived from the member sequence (numbers taken minus those
+// requeues took) and Delivered from the lateness histogram, so the hot
+// paths write no counter of their own. Pin both across every path that
+// takes a sequence number for an item already counted: Nack, lease expiry,
+// Reschedule, Schedule replacing, RequeueDead; and across Destroy.
+func TestStatsEnqueuedAndDeliveredAreDerivedExactly(t *testing.T) {
+	ctx := context.Background()
+	c := startRedis(t).client(t)
+	q := newQueue(t, c, "derived", WithVisibilityTimeout(200*time.Millisecond), WithBackoff(0, 0))
+	take2 := func() []*Message {
+		t.Helper()
+		var ms []*Message
+		for len(ms) < 2 {
+			got, err := q.TakeBatch(ctx, 2-len(ms))
+			require.NoError(t, err)
+			ms = append(ms, got...)
+		}
+		return ms
+	}
+	counters := func() StatsCounters {
+		t.Helper()
+		st, err := q.Stats(ctx)
+		require.NoError(t, err)
+		return st.StatsCounters
+	}
+	require.Equal(t, StatsCounters{}, counters(), "a queue never used")
+
+	res, err := q.EnqueueMany(ctx, []EnqueueItem{{ID: "a"}, {ID: "b"}, {ID: "b"}, {ID: "c", After: time.Hour}})
+	require.NoError(t, err)
+	require.Len(t, res, 4)
+	_, err = q.Schedule(ctx, "d", nil, time.Now().Add(time.Hour)) // new
+	require.NoError(t, err)
+	_, err = q.Schedule(ctx, "d", nil, time.Now().Add(2*time.Hour)) // replaces
+	require.NoError(t, err)
+	_, err = q.RescheduleAfter(ctx, "c", 3*time.Hour)
+	require.NoError(t, err)
+	require.ErrorIs(t, q.Enqueue(ctx, "a", nil, time.Now()), ErrDuplicate, "a duplicate is not counted")
+	require.Equal(t, StatsCounters{Enqueued: 4, Rescheduled: 2}, counters())
+
+	ms := take2()                               // a and b, due now
+	require.NoError(t, ms[0].NackAfter(ctx, 0)) // a again
+	out, err := ms[1].DeadLetter(ctx, "")       // b dead
+	require.NoError(t, err)
+	require.Equal(t, NackDeadLettered, out)
+	require.NoError(t, q.RequeueDead(ctx, "b"))
+	ms = take2() // a and b again
+	// Let both leases expire: the next claim requeues and redelivers them.
+	untilRedisTime(t, c, ms[1].Deadline.Add(time.Millisecond))
+	ms = take2()
+	for _, m := range ms {
+		require.NoError(t, m.Ack(ctx))
+	}
+	require.Equal(t, StatsCounters{Enqueued: 4, Delivered: 6, Acked: 2, Nacked: 1, Expired: 2,
+		DeadLettered: 1, Rescheduled: 2, Requeued: 1}, counters())
+	audit(t, q)
+
+	_, err = q.Destroy(ctx)
+	require.NoError(t, err)
+	require.Equal(t, StatsCounters{}, counters(), "Destroy resets the counters")
+	_, err = q.EnqueueAfter(ctx, "e", nil, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, StatsCounters{Enqueued: 1}, counters())
+}

@@ -684,10 +684,28 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		k, _ := c[i].(string)
 		s.Counters[k] = toInt(c[i+1])
 	}
-	s.StatsCounters = countersFrom(s.Counters)
 	l, _ := r[7].([]interface{})
 	s.Lateness = latenessFrom(l)
+	// Every delivery adds one count to the lateness histogram, and every new
+	// item takes one sequence number that no requeue took (see next_seq).
+	s.Counters["delivered"] = s.Lateness.Count()
+	s.Counters["enqueued"] = newItems(r[8])
+	s.StatsCounters = countersFrom(s.Counters)
 	return s, nil
+}
+
+// newItems is the count of new items from the sequence hash's n, s0 and r
+// (nil before the first item).
+func newItems(v interface{}) int64 {
+	f, _ := v.([]interface{})
+	if len(f) != 3 || f[0] == nil || f[1] == nil {
+		return 0
+	}
+	n, s0, r := toInt(f[0]), toInt(f[1]), int64(0)
+	if f[2] != nil {
+		r = toInt(f[2])
+	}
+	return n - s0 - r
 }
 
 // DeadIDs returns up to limit ids from the dead set, oldest death first (one

@@ -25,15 +25,16 @@ var (
 	scriptBatchLua = strconv.Itoa(scriptBatch)
 )
 
-// All scripts receive the same seven keys, in this order, so that every call
+// All scripts receive the same eight keys, in this order, so that every call
 // declares the queue's keys and routes to the queue's hash slot:
 //
 //	KEYS[1] sched  zset member -> due ms
 //	KEYS[2] lease  zset member -> lease deadline ms
 //	KEYS[3] dead   zset member -> time of death ms
 //	KEYS[4] wake   marker zset (member "w")
-//	KEYS[5] stats  hash of counters
-//	KEYS[6] seq    per-queue INCR sequence (members and lease tokens),
+//	KEYS[5] stats  hash of counters (Enqueued and Delivered are derived:
+//	               from seq and from late, so the hot paths skip a write)
+//	KEYS[6] seq    hash: the per-queue sequence of members and lease tokens,
 //	               starting at Redis TIME in microseconds (see next_seq)
 //	KEYS[7] timer  string with a TTL: a consumer is waiting for the next due time
 //	KEYS[8] late   hash: lateness histogram of deliveries (see stats.go)
@@ -81,15 +82,20 @@ local function clamp_due(due)
   if due < -MAXDUE then return -MAXDUE end
   return due
 end
--- next_seq takes k sequence numbers and returns the last. A new sequence
--- (a new or destroyed queue) starts at TIME in microseconds, not 1, so a
--- queue created again never hands out a token of its previous life.
+-- next_seq takes k sequence numbers and returns the last. The sequence is
+-- the hash KEYS[6]: n the last number taken, s0 where it started, r how
+-- many numbers went to items already in the queue (to_sched), so that
+-- n - s0 - r counts the new items and Enqueue needs no counter of its own.
+-- A new sequence (a new or destroyed queue) starts at TIME in microseconds,
+-- not 1, so a queue created again never hands out a token of its previous
+-- life.
 local function next_seq(k)
-  local seq = redis.call('INCRBY', KEYS[6], k)
+  local seq = redis.call('HINCRBY', KEYS[6], 'n', k)
   if seq == k then
     local t = redis.call('TIME')
-    seq = tonumber(t[1]) * 1000000 + tonumber(t[2]) + k
-    redis.call('SET', KEYS[6], string.format('%d', seq))
+    local s0 = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    seq = s0 + k
+    redis.call('HSET', KEYS[6], 'n', string.format('%d', seq), 's0', string.format('%d', s0))
   end
   return seq
 end
@@ -117,14 +123,21 @@ local function to_dead(h, mem, now, why, ...)
   redis.call('HSET', h, 'st', 'd', 'tok', '', 'dl', 0, 'why', why, ...)
   redis.call('HINCRBY', KEYS[5], 'dead', 1)
 end
--- to_sched puts an item (already removed from its zset) back to sched at
--- due; extra arguments are more hash fields and values to set.
-local function to_sched(h, id, due, ...)
+-- sched_new puts an item (already removed from its zset, or new) in sched
+-- at due under a new member; extra arguments are more hash fields and
+-- values to set.
+local function sched_new(h, id, due, ...)
   local mem = new_member(id)
   redis.call('ZADD', KEYS[1], due, mem)
   redis.call('HSET', h, 'st', 's', 'due', due, 'mem', mem, 'tok', '', 'dl', 0, ...)
   arm_if_head(mem)
   return mem
+end
+-- to_sched is sched_new for an item the queue already counted: it takes a
+-- sequence number that is not a new item's (see next_seq).
+local function to_sched(h, id, due, ...)
+  redis.call('HINCRBY', KEYS[6], 'r', 1)
+  return sched_new(h, id, due, ...)
 end
 -- Request ids (see runOnce): the idempotent scripts get a request id as
 -- their last argument and leave their reply where a rerun of the same call
@@ -185,7 +198,6 @@ if ARGV[4] == 'after' then due = after(now, frac, due) else due = clamp_due(due)
 local mem = new_member(ARGV[2])
 redis.call('HSET', h, 'p', ARGV[3], 'due', due, 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
 redis.call('ZADD', KEYS[1], due, mem)
-redis.call('HINCRBY', KEYS[5], 'enqueued', 1)
 arm_if_head(mem)
 return {1, due, now}
 `)
@@ -225,7 +237,6 @@ for i, j in ipairs(new) do
   z[#z + 1] = mem
 end
 redis.call('ZADD', KEYS[1], unpack(z))
-redis.call('HINCRBY', KEYS[5], 'enqueued', #new)
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)
 if head[1] and seen[string.sub(head[1], 18)] then redis.call('ZADD', KEYS[4], 0, 'w') end
 return out
@@ -310,7 +321,6 @@ if k > 0 then
   end
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, k - 1)
   redis.call('ZADD', KEYS[2], unpack(z))
-  redis.call('HINCRBY', KEYS[5], 'delivered', k)
 end
 local nxt = -1
 if sch[2 * k + 1] then
@@ -506,6 +516,7 @@ local out = {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-
   redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
 out[7] = redis.call('HGETALL', KEYS[5])
 out[8] = redis.call('HGETALL', KEYS[8])
+out[9] = redis.call('HMGET', KEYS[6], 'n', 's0', 'r')
 return out
 `)
 

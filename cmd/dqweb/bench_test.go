@@ -12,13 +12,14 @@ import (
 )
 
 // fillScript stores n scheduled items item:FROM.. in queue KEYS (sched,
-// seq, stats) as the enqueue script does, due spread over [now-1m,
+// seq) as the enqueue script does, due spread over [now-1m,
 // now-1m+spread): a fast way to a large queue for the benchmarks. Its
 // result is checked by TestFillIsAQueue with redisq's Audit.
 var fillScript = redis.NewScript(`
 local pre, from, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now, spread = tonumber(ARGV[4]), tonumber(ARGV[5])
-local seq = redis.call('INCRBY', KEYS[2], n) - n
+local seq = redis.call('HINCRBY', KEYS[2], 'n', n) - n
+if seq == 0 then redis.call('HSET', KEYS[2], 's0', 0) end
 for i = 0, n - 1 do
   local k = from + i
   local id = 'item:' .. k
@@ -27,7 +28,6 @@ for i = 0, n - 1 do
   redis.call('HSET', pre .. ':m:' .. id, 'p', '{"n":' .. k .. '}', 'due', due, 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
   redis.call('ZADD', KEYS[1], due, mem)
 end
-redis.call('HINCRBY', KEYS[3], 'enqueued', n)
 return n
 `)
 
@@ -36,7 +36,7 @@ func fill(tb testing.TB, c *redis.Client, name string, n int) {
 	tb.Helper()
 	ctx := context.Background()
 	p := "{dq:" + name + "}"
-	keys := []string{p + ":sched", p + ":seq", p + ":stats"}
+	keys := []string{p + ":sched", p + ":seq"}
 	now := time.Now().UnixMilli()
 	if err := fillScript.Load(ctx, c).Err(); err != nil {
 		tb.Fatal(err)
