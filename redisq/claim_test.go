@@ -85,7 +85,7 @@ func TestClaimScriptWorkIsBounded(t *testing.T) {
 	// All 1000 leases expire; one script asked for everything.
 	untilRedisTime(t, c, last)
 	q.opt.reclaimBatch = MaxBatch // more than WithReclaimBatch allows now
-	got, next, err := q.claim(ctx, MaxBatch)
+	got, next, err := q.claim(ctx, MaxBatch, nil)
 	require.NoError(t, err)
 	st1, err := q.Stats(ctx)
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestBacklogDrainNoSlowScripts(t *testing.T) {
 		st0, err := w.Stats(ctx)
 		require.NoError(t, err)
 		c0 := mainThreadCPU(t, c)
-		ms, _, err := w.claim(ctx, MaxBatch)
+		ms, _, err := w.claim(ctx, MaxBatch, nil)
 		c1 := mainThreadCPU(t, c)
 		require.NoError(t, err)
 		st1, err := w.Stats(ctx)

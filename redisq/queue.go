@@ -405,7 +405,33 @@ func (q *Queue) reschedule(ctx context.Context, id, mode string, v int64) (time.
 // command per call is the reason; keep the visibility timeout short enough
 // for such redeliveries, and max attempts above 1.
 func (q *Queue) Take(ctx context.Context) (*Message, error) {
-	ms, err := q.TakeBatch(ctx, 1)
+	return q.AckTake(ctx, nil)
+}
+
+// AckTake acks done and takes the next item: done.Ack followed by Take, in
+// one round trip when an item is due (one script acks and claims). It is the
+// loop of a consumer that settles each item by Ack:
+//
+//	var m *redisq.Message
+//	for {
+//		m, err = q.AckTake(ctx, m) // a nil done is a plain Take
+//		...
+//	}
+//
+// It returns what Take returns, or ErrLeaseLost when done's lease is lost
+// (then nothing is taken; Take takes the next). Any other error leaves
+// done's ack unknown, as with Ack: done.Ack tells, since a repeated ack of an
+// applied one returns nil. When this Queue waits for a due time a few
+// milliseconds away, AckTake acks alone and then waits for it, as Take. A
+// done of another Queue is acked on its own queue first.
+func (q *Queue) AckTake(ctx context.Context, done *Message) (*Message, error) {
+	if done != nil && done.q.mpref != q.mpref {
+		if err := done.Ack(ctx); err != nil {
+			return nil, err
+		}
+		done = nil
+	}
+	ms, err := q.takeBatch(ctx, 1, done)
 	if err != nil {
 		return nil, err
 	}
@@ -423,6 +449,11 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 	if n < 1 || n > MaxBatch {
 		return nil, fmt.Errorf("redisq: batch size %d not in 1..%d", n, MaxBatch)
 	}
+	return q.takeBatch(ctx, n, nil)
+}
+
+// takeBatch is TakeBatch, acking done (a Message of q, or nil) first.
+func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message, error) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -454,12 +485,29 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 	// A consumer coming back while this Queue owns the timer waits for its
 	// deadline at once: its last claim found nothing due before it.
 	at, mine := q.timerWait()
+	if mine {
+		waitingFor = at
+	}
+	if done != nil && mine {
+		if time.Until(at) <= localWaitMax {
+			// A short local wait follows: ack alone, then wait.
+			if err := done.Ack(ctx); err != nil {
+				return nil, err
+			}
+			done = nil
+		} else {
+			// A BZPOPMIN would follow the ack: ack and claim instead.
+			q.timerWaitDone(at, false)
+			waitingFor, mine = time.Time{}, false
+		}
+	}
 	for {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
 		if !mine {
-			msgs, next, err := q.claim(ctx, n)
+			msgs, next, err := q.claim(ctx, n, done)
+			done = nil
 			if err == nil {
 				popped = false // the claim acted on the wake-up we consumed
 			}
@@ -473,7 +521,7 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 				// Due items may be left that this script did not take (it
 				// leases at most scriptBatch): claim them too, up to n.
 				for len(msgs) < n && next == 0 && ctx.Err() == nil {
-					more, nx, err := q.claim(ctx, n-len(msgs))
+					more, nx, err := q.claim(ctx, n-len(msgs), nil)
 					if err != nil || len(more) == 0 {
 						break
 					}
@@ -484,11 +532,12 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 			if next == 0 {
 				continue // work left behind (e.g. a full reclaim batch)
 			}
-			at, mine = q.timerWait()
+			if at, mine = q.timerWait(); mine {
+				waitingFor = at
+			}
 		}
 		wait, timed := q.opt.wakeCap, false
 		if mine {
-			waitingFor = at
 			if d := time.Until(at); d < wait {
 				wait, timed = d, true
 			}
@@ -533,14 +582,21 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 }
 
 // claim runs the claim script once for up to n items (n may be 0 to only
-// reclaim expired leases). next is the time until the next due item or lease
-// deadline, or -1. When the claim gave this Queue the timer, it records the
-// deadline (see timerState).
-func (q *Queue) claim(ctx context.Context, n int) ([]*Message, time.Duration, error) {
-	r, err := q.run(ctx, scriptClaim, n, delayUS(q.opt.visibility), q.opt.maxAttempts,
-		delayUS(q.opt.backoffBase), delayUS(q.opt.backoffMax), q.opt.reclaimBatch, q.timerID(), "1")
+// reclaim expired leases), after acking done unless it is nil. next is the
+// time until the next due item or lease deadline, or -1. When the claim gave
+// this Queue the timer, it records the deadline (see timerState).
+func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, time.Duration, error) {
+	s, args := scriptClaim, []interface{}{n, delayUS(q.opt.visibility), q.opt.maxAttempts,
+		delayUS(q.opt.backoffBase), delayUS(q.opt.backoffMax), q.opt.reclaimBatch, q.timerID(), "1"}
+	if done != nil {
+		s, args = scriptAckClaim, append(args, done.ID, done.token)
+	}
+	r, err := q.run(ctx, s, args...)
 	if err != nil {
 		return nil, 0, err
+	}
+	if toInt(r[1]) == -2 {
+		return nil, 0, ErrLeaseLost
 	}
 	now := toInt(r[0])
 	next := time.Duration(-1)

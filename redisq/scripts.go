@@ -264,6 +264,20 @@ return out
 // at Redis TIME in microseconds, past every number of the destroyed one.
 var scriptClaim = redis.NewScript(luaCommon + luaLateness + `
 local now, frac = now_ms()
+` + luaClaim)
+
+// ack and claim: the claim's ARGV[2..9], then ARGV[10] id and ARGV[11]
+// token of a lease to ack first, as ack. Returns {now, -2, 0} when that
+// lease is lost (nothing is claimed), else as claim: one round trip and one
+// TIME for a consumer's Ack and its next Take.
+var scriptAckClaim = redis.NewScript(luaCommon + luaLateness + luaAckOne + `
+local now, frac = now_ms()
+if ack_one(ARGV[10], ARGV[11], now) == 0 then return {now, -2, 0} end
+` + luaClaim)
+
+// luaClaim is the body of the claim scripts, after now and frac are set
+// from Redis TIME (see now_ms).
+var luaClaim = `
 local mp = ARGV[1]
 local n = math.min(tonumber(ARGV[2]), ` + scriptBatchLua + `)
 local rearm = false
@@ -361,7 +375,7 @@ if rearm then redis.call('ZADD', KEYS[4], 0, 'w') end
 out[2] = nxt
 out[3] = timed
 return out
-`)
+`
 
 // lease check shared by nack/extend/dead-letter: returns {0} when the
 // caller's token no longer owns a live lease, unless this call (its request
@@ -381,21 +395,30 @@ end
 // so an ack that is run again (go-redis retries a script whose reply was
 // lost to a timeout) reports success instead of ErrLeaseLost. Lease tokens
 // are unique per lease, so the tombstone answers for exactly this lease.
-var scriptAck = redis.NewScript(luaCommon + `
-local h = ARGV[1] .. ARGV[2]
-local tomb = string.sub(ARGV[1], 1, -3) .. 'a:' .. ARGV[3]
-local f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem')
+var scriptAck = redis.NewScript(luaCommon + luaAckOne + `
 local now = now_ms()
-if f[1] ~= 'l' or f[2] ~= ARGV[3] or tonumber(f[3]) <= now then
-  if redis.call('EXISTS', tomb) == 1 then return {1} end
-  return {0}
-end
-redis.call('ZREM', KEYS[2], f[4])
-redis.call('DEL', h)
-redis.call('HINCRBY', KEYS[5], 'acked', 1)
-redis.call('SET', tomb, '1', 'PX', ` + ackTombstoneMS + `)
-return {1}
+return {ack_one(ARGV[2], ARGV[3], now)}
 `)
+
+// luaAckOne defines ack_one(id, tok, now): 1 when it acked the lease tok of
+// item id (or an ack of it already ran: its tombstone is there), 0 when the
+// lease is lost.
+const luaAckOne = `
+local function ack_one(id, tok, now)
+  local h = ARGV[1] .. id
+  local tomb = string.sub(ARGV[1], 1, -3) .. 'a:' .. tok
+  local f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem')
+  if f[1] ~= 'l' or f[2] ~= tok or tonumber(f[3]) <= now then
+    if redis.call('EXISTS', tomb) == 1 then return 1 end
+    return 0
+  end
+  redis.call('ZREM', KEYS[2], f[4])
+  redis.call('DEL', h)
+  redis.call('HINCRBY', KEYS[5], 'acked', 1)
+  redis.call('SET', tomb, '1', 'PX', ` + ackTombstoneMS + `)
+  return 1
+end
+`
 
 // ack many: ARGV[2], ARGV[3], ... pairs of id and token. Returns {r1, ...}:
 // 1 acked (or already acked: tombstone), 0 lease lost, each as ack. One

@@ -345,3 +345,54 @@ func TestRegressionMarkerLostWhenPopperLeaves(t *testing.T) {
 	require.True(t, ok)
 	require.Less(t, at.Sub(start), 2*time.Second, "due item waited %v (wake cap) after the marker popper left", at.Sub(start))
 }
+
+// Regression: a Take called with a ctx already done while its Queue owned
+// the timer left the Queue marked as waiting for the deadline, so the
+// Queue's watch never rang the marker and another process's consumer got
+// the item a wake cap late.
+func TestRegressionTakeWithDoneCtxKeepsTimerWatch(t *testing.T) {
+	s := startRedis(t)
+	a := newQueue(t, s.client(t), "donectx", WithWakeCap(10*time.Second))
+	b := newQueue(t, s.client(t), "donectx", WithWakeCap(10*time.Second))
+	ctx := context.Background()
+	due, err := a.EnqueueAfter(ctx, "x", nil, 800*time.Millisecond)
+	require.NoError(t, err)
+	// a's claim finds nothing due and takes the timer.
+	takeGivingUp(t, a, 50*time.Millisecond)
+	// b waits on the marker for its 10s cap: a acts at the due time.
+	got := takeAsync(func() (*Message, error) { return b.Take(ctx) })
+	eventually(t, 5*time.Second, "b blocked", func() bool { return blockedClients(t, b) == 1 })
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = a.Take(done)
+	require.ErrorIs(t, err, context.Canceled)
+	m, ok := <-got
+	require.True(t, ok)
+	require.Equal(t, "x", m.ID)
+	require.Less(t, m.ClaimedAt.Sub(due), 2*time.Second, "waited for the wake cap")
+	require.NoError(t, m.Ack(ctx))
+	audit(t, b)
+}
+
+// takeGivingUp runs a Take that gives up after d with nothing due: its
+// claim leaves q owning the timer for a later due time.
+func takeGivingUp(t testing.TB, q *Queue, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, err := q.Take(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// takeAsync runs take in a goroutine: the channel yields its message, or
+// closes empty on an error.
+func takeAsync(take func() (*Message, error)) <-chan *Message {
+	got := make(chan *Message, 1)
+	go func() {
+		if m, err := take(); err == nil {
+			got <- m
+		}
+		close(got)
+	}()
+	return got
+}

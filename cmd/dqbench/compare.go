@@ -60,6 +60,9 @@ func writeVersus(w io.Writer, o *options, rs []Result) {
 			row(fmt.Sprintf("EnqueueMany(%d) vs asynq single", o.redisBatch), rbb.OfferRate, ab.OfferRate, perSec, false, 5)
 		}
 		row(fmt.Sprintf("Take+Ack, %d consumers", o.consumers), rb.DeliverRate, ab.DeliverRate, perSec, false, 1.5)
+		if rba := by["redis/backlog-acktake"]; rba != nil {
+			row(fmt.Sprintf("AckTake, %d consumers", o.consumers), rba.DeliverRate, ab.DeliverRate, perSec, false, 1.5)
+		}
 		if rbb != nil {
 			row(fmt.Sprintf("TakeBatch(%d)+AckMany", o.redisBatch), rbb.DeliverRate, ab.DeliverRate, perSec, false, 0)
 		}

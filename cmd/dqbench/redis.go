@@ -334,10 +334,15 @@ func (r *redisRun) newQueue(phase string, opts ...redisq.Option) (*redisq.Queue,
 	return redisq.New(r.ctx, r.c, r.prefix+phase, opts...)
 }
 
-// consumer runs Take+Ack (batch <= 1) or TakeBatch+AckMany until ctx is
-// done, handing each delivery to got with its receive instant first.
+// consumer runs Take+Ack (batch 1), an AckTake loop (batch 0) or
+// TakeBatch+AckMany (batch > 1) until ctx is done, handing each delivery to
+// got with its receive instant first.
 func consumer(ctx context.Context, q *redisq.Queue, batch int, got func(recv time.Time, ms []*redisq.Message), errs *atomic.Value) {
 	ackCtx := context.WithoutCancel(ctx)
+	if batch == 0 {
+		ackTakeLoop(ctx, q, got, errs)
+		return
+	}
 	for {
 		var ms []*redisq.Message
 		var err error
@@ -367,6 +372,31 @@ func consumer(ctx context.Context, q *redisq.Queue, batch int, got func(recv tim
 	}
 }
 
+// ackTakeLoop is consumer's AckTake loop: each call acks the last item and
+// takes the next, in one round trip when one is due.
+func ackTakeLoop(ctx context.Context, q *redisq.Queue, got func(recv time.Time, ms []*redisq.Message), errs *atomic.Value) {
+	var prev *redisq.Message
+	for {
+		m, err := q.AckTake(ctx, prev)
+		if err != nil {
+			if ctx.Err() == nil {
+				errs.CompareAndSwap(nil, err)
+				return
+			}
+			// Stopped: prev's ack may not have run; Ack settles it (a
+			// repeat of an applied ack returns nil).
+			if prev != nil {
+				if err := prev.Ack(context.WithoutCancel(ctx)); err != nil {
+					errs.CompareAndSwap(nil, fmt.Errorf("ack: %w", err))
+				}
+			}
+			return
+		}
+		got(time.Now(), []*redisq.Message{m})
+		prev = m
+	}
+}
+
 func payload(o *options, i int) []byte {
 	b := make([]byte, max(8, o.payload))
 	binary.LittleEndian.PutUint64(b, uint64(i))
@@ -375,7 +405,7 @@ func payload(o *options, i int) []byte {
 
 // backlog: enqueue throughput, then delivered+acked throughput draining the
 // backlog with o.consumers consumers; with -redis-batch, again with
-// EnqueueMany and TakeBatch+AckMany.
+// EnqueueMany and TakeBatch+AckMany, and with EnqueueAfter and AckTake.
 func (r *redisRun) backlog() ([]Result, error) {
 	res, err := r.backlogWith("redis/backlog", 1, r.o.batch)
 	rs := []Result{res}
@@ -383,12 +413,17 @@ func (r *redisRun) backlog() ([]Result, error) {
 		return rs, err
 	}
 	res, err = r.backlogWith("redis/backlog-batch", r.o.redisBatch, r.o.redisBatch)
+	rs = append(rs, res)
+	if err != nil {
+		return rs, err
+	}
+	res, err = r.backlogWith("redis/backlog-acktake", 1, 0)
 	return append(rs, res), err
 }
 
 // backlogWith runs one backlog phase: producers enqueue in batches of
 // enq (1: EnqueueAfter, else EnqueueMany), consumers take batches of take
-// (1: Take+Ack, else TakeBatch+AckMany).
+// (1: Take+Ack, 0: AckTake, else TakeBatch+AckMany).
 func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	o := r.o
 	n := o.redisItems
@@ -481,7 +516,10 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 		res.CPUPerItemNs = res.CPUSeconds * 1e9 / float64(n)
 	}
 	how, put := "Take+Ack", "EnqueueAfter"
-	if take > 1 {
+	switch {
+	case take == 0:
+		how = "AckTake"
+	case take > 1:
 		how = fmt.Sprintf("TakeBatch(%d)+AckMany", take)
 	}
 	if enq > 1 {
