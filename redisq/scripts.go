@@ -204,18 +204,23 @@ return {1, due, now}
 
 // enqueue many: ARGV[2] k, then k times id, payload, "at"|"after", due ms |
 // delay us (as enqueue). Returns {now, due1, ..., duek} with nil (Lua false)
-// for an id that exists (or repeats an earlier id of the batch). All new items get one
-// INCRBY of the sequence, one ZADD and one counter update; the caller keeps
-// k <= enqueueBatch. O(k log n).
+// for an id that exists (or repeats an earlier id of the batch). The batch
+// costs one EXISTS (ids are checked one by one only when some exists), one
+// HSET per new item, and for all new items one HINCRBY of the sequence and
+// one ZADD; the caller keeps k <= enqueueBatch. O(k log n).
 var scriptEnqueueMany = redis.NewScript(luaCommon + `
 local now, frac = now_ms()
 local k = tonumber(ARGV[2])
 local out = {now}
-local new, seen = {}, {}
+local new, seen, hs = {}, {}, {}
+for j = 1, k do hs[j] = ARGV[1] .. ARGV[2 + (j - 1) * 4 + 1] end
+-- One EXISTS for the whole batch; only a batch with an existing id checks
+-- its ids one by one.
+local some = redis.call('EXISTS', unpack(hs)) > 0
 for j = 1, k do
   local b = 2 + (j - 1) * 4
   local id = ARGV[b + 1]
-  if seen[id] or redis.call('EXISTS', ARGV[1] .. id) == 1 then
+  if seen[id] or (some and redis.call('EXISTS', hs[j]) == 1) then
     out[j + 1] = false
   else
     seen[id] = true
@@ -232,7 +237,7 @@ for i, j in ipairs(new) do
   local b = 2 + (j - 1) * 4
   local id = ARGV[b + 1]
   local mem = string.format('%016.0f', seq + i) .. ':' .. id
-  redis.call('HSET', ARGV[1] .. id, 'p', ARGV[b + 2], 'due', out[j + 1], 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
+  redis.call('HSET', hs[j], 'p', ARGV[b + 2], 'due', out[j + 1], 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
   z[#z + 1] = out[j + 1]
   z[#z + 1] = mem
 end
