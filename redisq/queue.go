@@ -64,6 +64,7 @@ type Queue struct {
 	inst      string        // random per Queue value: request ids (runOnce)
 	reqSeq    atomic.Uint64 // request ids (runOnce)
 	waitSeq   atomic.Uint64
+	enq       enqueueCombiner
 	timer     timerState
 	closeCtx  context.Context
 	closeFunc context.CancelFunc
@@ -280,9 +281,17 @@ func delayUS(d time.Duration) int64 {
 // instant, as a "never" sentinel such as time.Unix(math.MaxInt64, 0) is;
 // times before year -283,457 are stored as that instant (due at once, like
 // any past time). Message.Due reports the stored time. It blocks for one
-// round trip. It returns ErrDuplicate when id already exists in any state
+// round trip, or about two when other Enqueue calls of this Queue are in flight:
+// calls that overlap in time are combined, those made during a round trip
+// being sent together by one script when it returns (in arrival order, each
+// with its own outcome), so concurrent producers share round trips instead
+// of queueing for the server one by one. It returns ErrDuplicate when id
+// already exists in any state or an overlapping call stored it first
 // (nothing changes), ErrClosed after Close, or a Redis/context error (the
 // item may or may not have been stored; retrying with the same id is safe).
+// A call whose ctx ends while it waits to be sent returns ctx.Err() and is
+// not sent; once sent, its round trip completes (it carries other calls'
+// items) though the call returns ctx.Err() at once unless it is the sender.
 func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.Time) error {
 	_, err := q.enqueue(ctx, id, payload, "at", dueMS(at))
 	return err
@@ -296,23 +305,6 @@ func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.
 // It returns the due time by the Redis clock.
 func (q *Queue) EnqueueAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (time.Time, error) {
 	return q.enqueue(ctx, id, payload, "after", delayUS(delay))
-}
-
-func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, mode string, v int64) (time.Time, error) {
-	if err := checkID(id); err != nil {
-		return time.Time{}, err
-	}
-	if q.isClosed() {
-		return time.Time{}, ErrClosed
-	}
-	r, err := q.run(ctx, scriptEnqueue, id, payload, mode, v)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if toInt(r[0]) == 0 {
-		return time.Time{}, ErrDuplicate
-	}
-	return msTime(toInt(r[1])), nil
 }
 
 // Cancel removes the item id in any state. It blocks for one round trip,
