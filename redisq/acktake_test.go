@@ -208,3 +208,37 @@ func TestAckTakeConsumersRace(t *testing.T) {
 	require.Equal(t, StatsCounters{Enqueued: n, Delivered: n, Acked: n}, st.StatsCounters)
 	audit(t, qs[0])
 }
+
+// Regression: AckTake after Close returned ErrClosed without acking done,
+// and the documented loop drops done with the error: the item was
+// delivered again.
+func TestRegressionAckTakeAfterCloseAcks(t *testing.T) {
+	c := startRedis(t).client(t)
+	q := newQueue(t, c, "acktake-close")
+	ctx := context.Background()
+	ms := takeNow(t, q, "a")
+	require.NoError(t, q.Close())
+	m, err := q.AckTake(ctx, ms[0])
+	require.ErrorIs(t, err, ErrClosed)
+	require.Nil(t, m)
+	_, err = newQueue(t, c, "acktake-close").Get(ctx, "a")
+	require.ErrorIs(t, err, ErrNotFound, "a was acked")
+}
+
+// Regression: AckTake told its own queue from another by the key prefix
+// alone, so a Message of a same-named queue on another server was acked on
+// the wrong one (ErrLeaseLost, and the item was redelivered).
+func TestRegressionAckTakeSameNameOnAnotherServer(t *testing.T) {
+	c1, c2 := startRedis(t).client(t), startRedis(t).client(t)
+	q1, q2 := newQueue(t, c1, "same"), newQueue(t, c2, "same")
+	ctx := context.Background()
+	ms := takeNow(t, q1, "a")
+	_, err := q2.EnqueueAfter(ctx, "b", nil, 0)
+	require.NoError(t, err)
+	m, err := q2.AckTake(ctx, ms[0])
+	require.NoError(t, err)
+	require.Equal(t, "b", m.ID)
+	_, err = q1.Get(ctx, "a")
+	require.ErrorIs(t, err, ErrNotFound, "a acked on its own server")
+	require.NoError(t, m.Ack(ctx))
+}

@@ -102,8 +102,9 @@ func (q *Queue) leaveEnqueues(r *enqueueReq) {
 
 // sendEnqueues is run by the sender r (a lead in pending): it sends r and
 // the waiting calls after it that fit one script (up to the next lead),
-// hands the role to the next waiting call, and returns r's own outcome. The
-// round trip is not cut short by r's ctx: it carries other callers' items.
+// hands the role to the next waiting call, and returns r's own outcome. A
+// round trip that carries other calls' items is not cut short by r's ctx;
+// one that carries r's alone runs under it, as without combining.
 func (q *Queue) sendEnqueues(ctx context.Context, r *enqueueReq) (time.Time, error) {
 	c := &q.enq
 	c.mu.Lock()
@@ -117,7 +118,10 @@ func (q *Queue) sendEnqueues(ctx context.Context, r *enqueueReq) (time.Time, err
 	c.pending = slices.Delete(c.pending, i, i+ends[0])
 	c.mu.Unlock()
 
-	q.runEnqueues(context.WithoutCancel(ctx), batch)
+	if len(batch) > 1 {
+		ctx = context.WithoutCancel(ctx)
+	}
+	q.runEnqueues(ctx, batch)
 
 	c.mu.Lock()
 	q.handOnLocked()

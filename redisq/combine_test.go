@@ -186,6 +186,11 @@ func TestEnqueueCancelledWhileWaiting(t *testing.T) {
 	<-h.sizes
 	errF := make(chan error, 1)
 	go func() { errF <- q.Enqueue(ctx, "f", nil, time.Now().Add(time.Hour)) }()
+	eventually(t, 5*time.Second, "f waiting first", func() bool {
+		q.enq.mu.Lock()
+		defer q.enq.mu.Unlock()
+		return len(q.enq.pending) == 1
+	})
 	dctx, cancelD := context.WithCancel(ctx)
 	errD := make(chan error, 1)
 	go func() { errD <- q.Enqueue(dctx, "d", nil, time.Now().Add(time.Hour)) }()
@@ -354,4 +359,27 @@ func TestEnqueuePromotedCallLeavingHandsOn(t *testing.T) {
 	// A call already taken into a batch changes nothing.
 	q.leaveEnqueues(b)
 	require.Equal(t, maxSenders-1, q.enq.sending)
+}
+
+// Regression: the sender of a batch ran it under context.WithoutCancel even
+// when the batch held its own call alone, so a lone Enqueue ignored its ctx
+// (it waited seconds for a pool connection past a 100ms deadline).
+func TestRegressionLoneEnqueueKeepsItsCtx(t *testing.T) {
+	c := startRedis(t).client(t, func(o *redis.Options) { o.PoolSize = 1 })
+	q := newQueue(t, c, "lone-ctx")
+	ctx := context.Background()
+	held := make(chan struct{})
+	go func() {
+		// Holds the only connection for 2s.
+		_ = c.Do(ctx, "blpop", "other", 2).Err()
+		close(held)
+	}()
+	eventually(t, 5*time.Second, "connection held", func() bool { return c.PoolStats().IdleConns == 0 && c.PoolStats().TotalConns == 1 })
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := q.Enqueue(cctx, "a", nil, time.Now())
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), time.Second)
+	<-held
 }

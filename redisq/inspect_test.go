@@ -390,6 +390,9 @@ func TestStatsEnqueuedAndDeliveredAreDerivedExactly(t *testing.T) {
 		return st.StatsCounters
 	}
 	require.Equal(t, StatsCounters{}, counters(), "a queue never used")
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.Empty(t, st.Counters, "the deprecated map holds non-zero counters only")
 
 	res, err := q.EnqueueMany(ctx, []EnqueueItem{{ID: "a"}, {ID: "b"}, {ID: "b"}, {ID: "c", After: time.Hour}})
 	require.NoError(t, err)
@@ -426,4 +429,29 @@ func TestStatsEnqueuedAndDeliveredAreDerivedExactly(t *testing.T) {
 	_, err = q.EnqueueAfter(ctx, "e", nil, time.Hour)
 	require.NoError(t, err)
 	require.Equal(t, StatsCounters{Enqueued: 1}, counters())
+}
+
+// Regression: the sequence key was a string before Enqueued was derived
+// from it; New upgrades such a queue so that nothing fails with WRONGTYPE
+// and the counters carry on.
+func TestRegressionNewUpgradesAStringSequence(t *testing.T) {
+	c := startRedis(t).client(t)
+	ctx := context.Background()
+	p := "{dq:legacy}"
+	// As the earlier version left it: 5 items enqueued, 2 of them left.
+	require.NoError(t, c.Set(ctx, p+":seq", "1700000000000007", 0).Err())
+	require.NoError(t, c.HSet(ctx, p+":stats", "enqueued", 5, "delivered", 3, "acked", 3).Err())
+	q := newQueue(t, c, "legacy")
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, StatsCounters{Enqueued: 5, Acked: 3}, st.StatsCounters)
+	_, err = q.EnqueueAfter(ctx, "a", nil, 0)
+	require.NoError(t, err)
+	st, err = q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 6, st.Enqueued)
+	newQueue(t, c, "legacy") // nothing left to upgrade
+	st, err = q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 6, st.Enqueued)
 }

@@ -78,8 +78,10 @@ type Queue struct {
 // not contain '{' or '}'. New sends CONFIG GET maxmemory-policy (blocking for
 // one round trip under ctx) unless WithEvictionCheck(EvictionIgnore) is given;
 // when CONFIG is unavailable (managed Redis) the check is skipped with a log
-// note. It returns an error for bad options, a bad name, or (EvictionFail) an
-// evicting server. The caller keeps ownership of client; Close does not close
+// note. Then it runs one script that upgrades the queue's data if an earlier
+// version stored it (the sequence key's type). It returns an error for bad
+// options, a bad name, (EvictionFail) an evicting server, or a Redis/context
+// error. The caller keeps ownership of client; Close does not close
 // it.
 func New(ctx context.Context, client redis.UniversalClient, name string, opts ...Option) (*Queue, error) {
 	if client == nil {
@@ -121,6 +123,9 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 	}
 	if err := q.checkEviction(ctx); err != nil {
 		return nil, err
+	}
+	if _, err := q.run(ctx, scriptMigrate); err != nil {
+		return nil, fmt.Errorf("redisq: upgrading queue %q: %w", name, err)
 	}
 	q.closeCtx, q.closeFunc = context.WithCancel(context.Background())
 	q.timer.watch = time.AfterFunc(time.Hour, q.timerDue)
@@ -289,9 +294,10 @@ func delayUS(d time.Duration) int64 {
 // already exists in any state or an overlapping call stored it first
 // (nothing changes), ErrClosed after Close, or a Redis/context error (the
 // item may or may not have been stored; retrying with the same id is safe).
-// A call whose ctx ends while it waits to be sent returns ctx.Err() and is
-// not sent; once sent, its round trip completes (it carries other calls'
-// items) though the call returns ctx.Err() at once unless it is the sender.
+// A call whose ctx ends while it waits to be sent returns ctx.Err() at once
+// and is normally not sent (it is, with its outcome unknown, when a sender
+// took it at that moment); a call that sends other calls' items with its own
+// completes that round trip whatever its ctx.
 func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.Time) error {
 	_, err := q.enqueue(ctx, id, payload, "at", dueMS(at))
 	return err
@@ -404,20 +410,32 @@ func (q *Queue) Take(ctx context.Context) (*Message, error) {
 // one round trip when an item is due (one script acks and claims). It is the
 // loop of a consumer that settles each item by Ack:
 //
-//	var m *redisq.Message
+//	var done *redisq.Message
 //	for {
-//		m, err = q.AckTake(ctx, m) // a nil done is a plain Take
-//		...
+//		m, err := q.AckTake(ctx, done) // a nil done is a plain Take
+//		if errors.Is(err, redisq.ErrLeaseLost) {
+//			done = nil // done's lease had expired; nothing was taken
+//			continue
+//		}
+//		if err != nil {
+//			if done != nil {
+//				err = errors.Join(err, done.Ack(context.WithoutCancel(ctx)))
+//			}
+//			return err
+//		}
+//		process(m)
+//		done = m
 //	}
 //
 // It returns what Take returns, or ErrLeaseLost when done's lease is lost
-// (then nothing is taken; Take takes the next). Any other error leaves
-// done's ack unknown, as with Ack: done.Ack tells, since a repeated ack of an
-// applied one returns nil. When this Queue waits for a due time a few
-// milliseconds away, AckTake acks alone and then waits for it, as Take. A
-// done of another Queue is acked on its own queue first.
+// (then nothing is taken). Any other error may leave done unacked (a ctx
+// that ended first, a Redis error): done.Ack settles it, since a repeated
+// ack of an applied one returns nil. After Close it acks done, then returns
+// ErrClosed. When this Queue waits for a due time a few milliseconds away,
+// AckTake acks alone and then waits for it, as Take. A done of another Queue
+// value (or another queue) is acked on its own Queue first.
 func (q *Queue) AckTake(ctx context.Context, done *Message) (*Message, error) {
-	if done != nil && done.q.mpref != q.mpref {
+	if done != nil && (done.q != q || q.isClosed()) {
 		if err := done.Ack(ctx); err != nil {
 			return nil, err
 		}
@@ -736,8 +754,11 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	s.Lateness = latenessFrom(l)
 	// Every delivery adds one count to the lateness histogram, and every new
 	// item takes one sequence number that no requeue took (see next_seq).
-	s.Counters["delivered"] = s.Lateness.Count()
-	s.Counters["enqueued"] = newItems(r[8])
+	for k, v := range map[string]int64{"delivered": s.Lateness.Count(), "enqueued": newItems(r[8])} {
+		if v != 0 {
+			s.Counters[k] = v
+		}
+	}
 	s.StatsCounters = countersFrom(s.Counters)
 	return s, nil
 }

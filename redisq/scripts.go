@@ -548,6 +548,22 @@ out[9] = redis.call('HMGET', KEYS[6], 'n', 's0', 'r')
 return out
 `)
 
+// migrate converts the data of a queue stored by an earlier version, once:
+// the sequence was a string (INCR) and the stats hash counted enqueued and
+// delivered items. The sequence becomes the hash next_seq keeps, its start
+// s0 set so that n - s0 - r is the enqueued count that version kept, and the
+// two counters go (Delivered is the lateness histogram's count, which that
+// version kept as well). New runs it; one TYPE when there is nothing to do.
+var scriptMigrate = redis.NewScript(`
+if redis.call('TYPE', KEYS[6]).ok ~= 'string' then return {0} end
+local n = tonumber(redis.call('GET', KEYS[6]))
+local enq = tonumber(redis.call('HGET', KEYS[5], 'enqueued') or '0')
+redis.call('DEL', KEYS[6])
+redis.call('HSET', KEYS[6], 'n', string.format('%d', n), 's0', string.format('%d', n - enq))
+redis.call('HDEL', KEYS[5], 'enqueued', 'delivered')
+return {1}
+`)
+
 // release: ARGV[2] timer id. A Queue closing while it owns the timer gives
 // it up and wakes another waiter to take it over.
 var scriptRelease = redis.NewScript(`
