@@ -410,7 +410,10 @@ func (q *Queue[T]) Poll() (T, bool) {
 		var zero T
 		return zero, false
 	}
-	v := q.takeHeadLocked()
+	// takeHeadLocked written out: Poll is the hot path, and the call (too
+	// big to inline) cost more than the recording itself.
+	q.lateness.record(uint64(q.lastNow) - uint64(q.heap.head().at))
+	v := q.heap.pop()
 	q.taken++
 	q.rearmLocked()
 	q.spaceFreedLocked(1)
