@@ -282,9 +282,13 @@ func (q *Queue[T]) headEarlierLocked() {
 // arming: if it was not done then, its cancellation, and so its early
 // expiry, comes after this arming and is not discarded.
 func (q *Queue[T]) rearmLocked() {
-	if !q.leaderAsleep {
-		return
+	if q.leaderAsleep { // the check inlines; most calls find no sleeper
+		q.rearmSleeperLocked()
 	}
+}
+
+// rearmSleeperLocked is rearmLocked for a sleeping leader.
+func (q *Queue[T]) rearmSleeperLocked() {
 	q.armLocked()
 	if len(q.leader.ready) > 0 || isDone(q.leaderDone) {
 		q.timer.wake()
