@@ -114,14 +114,19 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 			continue
 		}
 		for i := range chunk {
-			if r[i+1] == nil {
-				chunk[i].Err = ErrDuplicate
-			} else {
-				chunk[i].Due = msTime(toInt(r[i+1]))
-			}
+			chunk[i].Due, chunk[i].Err = enqueuedItem(r[i+1])
 		}
 	}
 	return res, first
+}
+
+// enqueuedItem reads one item's entry of the enqueue-many script's reply:
+// its due time, or ErrDuplicate for nil (Lua false).
+func enqueuedItem(v interface{}) (time.Time, error) {
+	if v == nil || v == false {
+		return time.Time{}, ErrDuplicate
+	}
+	return msTime(toInt(v)), nil
 }
 
 // chunkStart is where chunk c of chunkEnds' ends begins.

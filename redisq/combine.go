@@ -174,13 +174,10 @@ func (q *Queue) runEnqueues(ctx context.Context, batch []*enqueueReq) {
 		err = errors.New("redisq: enqueue: malformed reply")
 	}
 	for i, r := range batch {
-		switch {
-		case err != nil:
+		if err != nil {
 			r.err = err
-		case res[i+1] == nil || res[i+1] == false:
-			r.err = ErrDuplicate
-		default:
-			r.due = msTime(toInt(res[i+1]))
+			continue
 		}
+		r.due, r.err = enqueuedItem(res[i+1])
 	}
 }

@@ -54,6 +54,16 @@ func (*gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	return next
 }
 
+// waitPending waits until n Enqueue calls of q wait to be sent.
+func waitPending(t testing.TB, q *Queue, n int, what string) {
+	t.Helper()
+	eventually(t, 5*time.Second, what, func() bool {
+		q.enq.mu.Lock()
+		defer q.enq.mu.Unlock()
+		return len(q.enq.pending) == n
+	})
+}
+
 // loadScripts loads scripts so that no call meets NOSCRIPT (go-redis then
 // sends the script again, a second call through the hooks).
 func loadScripts(t testing.TB, c *redis.Client, scripts ...*redis.Script) {
@@ -114,11 +124,7 @@ func TestEnqueueCallsInFlightAreCombined(t *testing.T) {
 			due, err := q.EnqueueAfter(ctx, id, []byte(id), time.Duration(i)*time.Minute)
 			out[i] <- result{due, err}
 		}()
-		eventually(t, 5*time.Second, "call waiting", func() bool {
-			q.enq.mu.Lock()
-			defer q.enq.mu.Unlock()
-			return len(q.enq.pending) == i+1
-		})
+		waitPending(t, q, i+1, "call waiting")
 	}
 	h.gate <- struct{}{} // the first call's round trip
 	r := <-first
@@ -166,11 +172,7 @@ func TestEnqueueCancelledWhileWaiting(t *testing.T) {
 	go func() { errB <- q.Enqueue(bctx, "b", nil, time.Now().Add(time.Hour)) }()
 	errC := make(chan error, 1)
 	go func() { errC <- q.Enqueue(ctx, "c", nil, time.Now().Add(time.Hour)) }()
-	eventually(t, 5*time.Second, "b and c waiting", func() bool {
-		q.enq.mu.Lock()
-		defer q.enq.mu.Unlock()
-		return len(q.enq.pending) == 2
-	})
+	waitPending(t, q, 2, "b and c waiting")
 	cancelB()
 	require.ErrorIs(t, <-errB, context.Canceled)
 	h.gate <- struct{}{} // a
@@ -186,19 +188,11 @@ func TestEnqueueCancelledWhileWaiting(t *testing.T) {
 	<-h.sizes
 	errF := make(chan error, 1)
 	go func() { errF <- q.Enqueue(ctx, "f", nil, time.Now().Add(time.Hour)) }()
-	eventually(t, 5*time.Second, "f waiting first", func() bool {
-		q.enq.mu.Lock()
-		defer q.enq.mu.Unlock()
-		return len(q.enq.pending) == 1
-	})
+	waitPending(t, q, 1, "f waiting first")
 	dctx, cancelD := context.WithCancel(ctx)
 	errD := make(chan error, 1)
 	go func() { errD <- q.Enqueue(dctx, "d", nil, time.Now().Add(time.Hour)) }()
-	eventually(t, 5*time.Second, "f and d waiting", func() bool {
-		q.enq.mu.Lock()
-		defer q.enq.mu.Unlock()
-		return len(q.enq.pending) == 2
-	})
+	waitPending(t, q, 2, "f and d waiting")
 	h.gate <- struct{}{} // e; f sends f and d
 	require.NoError(t, <-errE)
 	<-h.sizes
@@ -230,11 +224,7 @@ func TestEnqueueBatchErrorReachesEveryCall(t *testing.T) {
 	for i := range 3 {
 		go func() { errs <- q.Enqueue(ctx, fmt.Sprint(i), nil, time.Now()) }()
 	}
-	eventually(t, 5*time.Second, "three waiting", func() bool {
-		q.enq.mu.Lock()
-		defer q.enq.mu.Unlock()
-		return len(q.enq.pending) == 3
-	})
+	waitPending(t, q, 3, "three waiting")
 	boom := errors.New("boom")
 	h.fail.Store(&boom)
 	h.gate <- struct{}{}

@@ -435,7 +435,7 @@ func (q *Queue) Take(ctx context.Context) (*Message, error) {
 // AckTake acks alone and then waits for it, as Take. A done of another Queue
 // value (or another queue) is acked on its own Queue first.
 func (q *Queue) AckTake(ctx context.Context, done *Message) (*Message, error) {
-	if done != nil && (done.q != q || q.isClosed()) {
+	if done != nil && done.q != q {
 		if err := done.Ack(ctx); err != nil {
 			return nil, err
 		}
@@ -467,6 +467,11 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
+		if done != nil { // Ack works after Close: settle done, then report
+			if err := done.Ack(ctx); err != nil {
+				return nil, err
+			}
+		}
 		return nil, ErrClosed
 	}
 	q.active.Add(1)

@@ -179,14 +179,7 @@ func TestTimerOwnerLeavingHandsOver(t *testing.T) {
 		return n == 1
 	})
 	// Second consumer waits on the marker (10s cap).
-	got := make(chan *Message, 1)
-	go func() {
-		m, err := q.Take(ctx)
-		if err == nil {
-			got <- m
-		}
-		close(got)
-	}()
+	got := takeAsync(func() (*Message, error) { return q.Take(ctx) })
 	eventually(t, 5*time.Second, "both blocked", func() bool { return blockedClients(t, q) == 2 })
 	cancelOwner()
 	require.ErrorIs(t, <-ownerDone, context.Canceled)
