@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -155,7 +156,7 @@ func TestKilledConsumerRedelivery(t *testing.T) {
 	require.Equal(t, 0, r.Items)
 }
 
-// traffic runs one producer and one consumer against q and records which
+// traffic runs producers and one consumer against q and records which
 // operations Redis acknowledged.
 type traffic struct {
 	mu       sync.Mutex
@@ -168,31 +169,24 @@ type traffic struct {
 	wg       sync.WaitGroup
 }
 
-func startTraffic(q *Queue) *traffic {
+func startTraffic(q *Queue) *traffic { return startTrafficWith(q, 1, false) }
+
+// startTrafficWith runs producers producers (several: their Enqueue calls
+// overlap and are combined) and one consumer, settling by AckTake when
+// ackTake is set, else by TakeBatch and Ack.
+func startTrafficWith(q *Queue, producers int, ackTake bool) *traffic {
 	tr := &traffic{enqOK: map[string]bool{}, ackOK: map[string]bool{}, ackTried: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	tr.stop = cancel
-	tr.wg.Add(2)
-	go func() {
-		defer tr.wg.Done()
-		for i := 0; ctx.Err() == nil; i++ {
-			id := fmt.Sprintf("t%d", i)
-			c, cc := context.WithTimeout(ctx, time.Second)
-			_, err := q.EnqueueAfter(c, id, []byte(id), 0)
-			cc()
-			if err == nil {
-				tr.mu.Lock()
-				tr.enqOK[id] = true
-				tr.mu.Unlock()
-				tr.enqN.Add(1)
-			} else {
-				select { // back off while the server is away
-				case <-ctx.Done():
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		}
-	}()
+	for p := range producers {
+		tr.wg.Add(1)
+		go tr.produce(ctx, q, p)
+	}
+	tr.wg.Add(1)
+	if ackTake {
+		go tr.consumeAckTake(ctx, q)
+		return tr
+	}
 	go func() {
 		defer tr.wg.Done()
 		for ctx.Err() == nil {
@@ -200,28 +194,82 @@ func startTraffic(q *Queue) *traffic {
 			ms, err := q.TakeBatch(c, 10)
 			cc()
 			if err != nil {
-				select {
-				case <-ctx.Done():
-				case <-time.After(20 * time.Millisecond):
-				}
+				tr.backOff(ctx)
 				continue
 			}
 			for _, m := range ms {
 				c, cc := context.WithTimeout(context.Background(), time.Second)
-				err := m.Ack(c)
+				tr.settled(m.ID, m.Ack(c))
 				cc()
-				tr.mu.Lock()
-				if err == nil {
-					tr.ackOK[m.ID] = true
-					tr.ackN.Add(1)
-				} else {
-					tr.ackTried[m.ID] = true
-				}
-				tr.mu.Unlock()
 			}
 		}
 	}()
 	return tr
+}
+
+// produce enqueues ids "tP-I" until ctx is done, recording acknowledged
+// ones.
+func (tr *traffic) produce(ctx context.Context, q *Queue, p int) {
+	defer tr.wg.Done()
+	for i := 0; ctx.Err() == nil; i++ {
+		id := fmt.Sprintf("t%d-%d", p, i)
+		c, cc := context.WithTimeout(ctx, time.Second)
+		_, err := q.EnqueueAfter(c, id, []byte(id), 0)
+		cc()
+		if err == nil {
+			tr.mu.Lock()
+			tr.enqOK[id] = true
+			tr.mu.Unlock()
+			tr.enqN.Add(1)
+		} else {
+			tr.backOff(ctx)
+		}
+	}
+}
+
+// backOff pauses while the server is away.
+func (tr *traffic) backOff(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// settled records the outcome of an ack of id.
+func (tr *traffic) settled(id string, err error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if err == nil {
+		tr.ackOK[id] = true
+		tr.ackN.Add(1)
+	} else {
+		tr.ackTried[id] = true
+	}
+}
+
+// consumeAckTake settles each item by the next AckTake call.
+func (tr *traffic) consumeAckTake(ctx context.Context, q *Queue) {
+	defer tr.wg.Done()
+	var done *Message
+	for ctx.Err() == nil {
+		c, cc := context.WithTimeout(ctx, time.Second)
+		m, err := q.AckTake(c, done)
+		cc()
+		if done != nil && (err == nil || errors.Is(err, ErrLeaseLost) || ctx.Err() == nil) {
+			tr.settled(done.ID, err) // nil: acked; else unknown or lost
+			done = nil
+		}
+		if err != nil {
+			tr.backOff(ctx)
+			continue
+		}
+		done = m
+	}
+	if done != nil { // stopped: settle the last one
+		c, cc := context.WithTimeout(context.Background(), time.Second)
+		tr.settled(done.ID, done.Ack(c))
+		cc()
+	}
 }
 
 func (tr *traffic) finish() { tr.stop(); tr.wg.Wait() }
@@ -273,6 +321,37 @@ func TestRedisKillRestartAOF(t *testing.T) {
 	exists, err := c.ScriptExists(ctx, scriptClaim.Hash(), scriptEnqueue.Hash(), scriptAck.Hash()).Result()
 	require.NoError(t, err)
 	require.Equal(t, []bool{true, true, true}, exists, "scripts reloaded through the NOSCRIPT fallback")
+	audit(t, q)
+}
+
+// 3b. The same with Enqueue calls combined (four producers) and a consumer
+// settling by AckTake, through a SIGKILL and restart and a SIGSTOP longer
+// than the read timeout.
+func TestRedisFaultsCombinedEnqueueAckTake(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t, func(o *redis.Options) {
+		o.DialTimeout = 200 * time.Millisecond
+		o.ReadTimeout = 300 * time.Millisecond
+		o.WriteTimeout = 300 * time.Millisecond
+	})
+	q := newQueue(t, c, "faults-combined", WithWakeCap(200*time.Millisecond), WithVisibilityTimeout(2*time.Second))
+	tr := startTrafficWith(q, 4, true)
+	progress := func(what string) {
+		enq, ack := tr.enqN.Load(), tr.ackN.Load()
+		eventually(t, 15*time.Second, what, func() bool {
+			return tr.enqN.Load() > enq+200 && tr.ackN.Load() > ack+200
+		})
+	}
+	progress("traffic before kill")
+	s.kill()
+	s.start()
+	progress("traffic after restart")
+	s.signal(syscall.SIGSTOP)
+	time.Sleep(time.Second) // past the 300ms read timeout
+	s.signal(syscall.SIGCONT)
+	progress("traffic after resume")
+	tr.finish()
+	tr.verify(t, q)
 	audit(t, q)
 }
 
