@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/dq-go/delayqueue/dqprom"
 	"github.com/dq-go/delayqueue/redisq"
@@ -44,28 +41,6 @@ func cmdServeMetrics(e *env) error {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
 	e.printf("serving metrics of %s on http://%s/metrics\n", which(e.args), l.Addr())
 	return serveHTTP(e, l, mux)
-}
-
-// serveHTTP serves h on l until the command is interrupted, then shuts
-// the server down gracefully.
-func serveHTTP(e *env, l net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-e.ctx.Done():
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 func which(names []string) string {
