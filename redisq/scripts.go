@@ -102,6 +102,13 @@ end
 local function new_member(id)
   return string.format('%016.0f', next_seq(1)) .. ':' .. id
 end
+-- timer_deadline is the deadline the timer's owner acts at (KEYS[7] holds
+-- "ID|deadline ms"), or MAXDUE when nobody owns it.
+local function timer_deadline()
+  local v = redis.call('GET', KEYS[7])
+  local bar = v and string.find(v, '|', 1, true)
+  return bar and tonumber(string.sub(v, bar + 1)) or MAXDUE
+end
 local function arm_if_head(mem)
   local head = redis.call('ZRANGE', KEYS[1], 0, 0)
   if head[1] == mem then redis.call('ZADD', KEYS[4], 0, 'w') end
@@ -490,10 +497,17 @@ return {1, due}
 `)
 
 // extend: ARGV[2] id, ARGV[3] token, ARGV[4] us. {1, deadline} or {0}.
+//
+// A deadline made earlier than the timer's (see timerState; an Extend
+// shorter than what is left of the lease) is an event nobody acts at: the
+// owner waits for its later deadline and the others wait on the marker. So
+// it rings the marker, and the claim that follows takes the timer for it.
+// A usual extension moves the deadline later and costs one GET more.
 var scriptExtend = redis.NewScript(luaCommon + luaLease + `
 local dl = after(now, frac, tonumber(ARGV[4]))
 redis.call('ZADD', KEYS[2], 'XX', dl, f[4])
 redis.call('HSET', h, 'dl', dl)
+if dl < tonumber(f[3]) and dl < timer_deadline() then redis.call('ZADD', KEYS[4], 0, 'w') end
 return {1, dl}
 `)
 
