@@ -1,6 +1,9 @@
 package delayqueue
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // This file exports test-only hooks into Keyed's key index.
 
@@ -33,4 +36,18 @@ func CheckKeyed[K comparable, V any](k *Keyed[K, V]) error {
 		}
 	}
 	return nil
+}
+
+// KeyedCancelThenSchedule cancels cancelKey and schedules key, v at at under
+// one acquisition of the lock, so that no call (a Put the cancel woke for
+// room) can run between the two.
+func KeyedCancelThenSchedule[K comparable, V any](k *Keyed[K, V], cancelKey, key K, v V, at time.Time) (replaced bool, err error) {
+	q := k.q
+	t := q.tick(at)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if i := k.indexLocked(cancelKey); i >= 0 {
+		q.removeLocked(i)
+	}
+	return k.upsertLocked(key, v, t, true)
 }

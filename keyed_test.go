@@ -148,8 +148,12 @@ func TestKeyedBounded(t *testing.T) {
 			pc <- putRes{r, err}
 		}()
 		synctest.Wait()
-		k.Cancel("b")                              // wakes the Put...
-		schedule(t, k, "d", 8, now.Add(time.Hour)) // ...but "d" takes the room first
+		// The cancel wakes the Put, but "d" takes the room before the Put
+		// runs again (under the same lock: with two calls, the woken Put
+		// could run first and insert "d" itself).
+		replaced, err = dq.KeyedCancelThenSchedule(k, "b", "d", 8, now.Add(time.Hour))
+		require.NoError(t, err)
+		require.False(t, replaced)
 		r = <-pc
 		require.NoError(t, r.err)
 		assert.True(t, r.replaced)
