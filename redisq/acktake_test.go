@@ -105,7 +105,9 @@ func TestAckTakeWaitsAfterAckingWhenNothingIsDue(t *testing.T) {
 	q := newQueue(t, c, "acktake-wait")
 	ctx := context.Background()
 	ms := takeNow(t, q, "a")
-	due, err := q.EnqueueAfter(ctx, "b", nil, 300*time.Millisecond)
+	// b is due in 2s, a margin for a stalled machine: the ack must come
+	// well before it.
+	due, err := q.EnqueueAfter(ctx, "b", nil, 2*time.Second)
 	require.NoError(t, err)
 	// A Take that gives up before b is due leaves this Queue owning the
 	// timer for b.
