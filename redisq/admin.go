@@ -116,13 +116,13 @@ func (q *Queue) deadOne(ctx context.Context, id, op string) error {
 // after Close, or a Redis/context error together with the number revived
 // until then.
 func (q *Queue) RequeueAllDead(ctx context.Context) (int64, error) {
-	return q.batches(ctx, "requeue")
+	return q.deadBatches(ctx, "requeue")
 }
 
 // DeleteAllDead deletes every item that was dead when it was called and
 // returns how many; batches and outcomes as RequeueAllDead.
 func (q *Queue) DeleteAllDead(ctx context.Context) (int64, error) {
-	return q.batches(ctx, "deldead")
+	return q.deadBatches(ctx, "deldead")
 }
 
 // Purge empties one state and returns how many items it changed: scheduled
@@ -147,9 +147,41 @@ func (q *Queue) Purge(ctx context.Context, state State) (int64, error) {
 		}
 		return n, err
 	case StateDead:
-		return q.batches(ctx, "deldead")
+		return q.deadBatches(ctx, "deldead")
 	}
 	return 0, fmt.Errorf("redisq: bad state %d", int(state))
+}
+
+// deadBatches runs scriptBulkDead's op ("requeue" or "deldead") on the
+// items dead when it was called: the first batch reads where the dead set
+// ends (its last score, and the sequence, which every later death takes a
+// number of), and every batch handles only the items within it. Items that
+// die meanwhile are skipped, and the next batch starts past the skipped ones.
+func (q *Queue) deadBatches(ctx context.Context, op string) (int64, error) {
+	if q.isClosed() {
+		return 0, ErrClosed
+	}
+	if ok, err := q.Exists(ctx); err != nil || !ok {
+		if err == nil {
+			err = ErrNoQueue
+		}
+		return 0, err
+	}
+	var changed, skipped int64
+	cutSeq, cutScore := "", ""
+	for {
+		r, err := q.run(ctx, scriptBulkDead, op, adminBatch, skipped, cutSeq, cutScore)
+		if err != nil {
+			return changed, err
+		}
+		changed += toInt(r[2])
+		skipped += toInt(r[1])
+		cutSeq, _ = r[3].(string)
+		cutScore, _ = r[4].(string)
+		if toInt(r[0]) < adminBatch || cutSeq == "" {
+			return changed, nil
+		}
+	}
 }
 
 // batches runs scriptBulk's op until it has examined as many items as the
@@ -192,8 +224,10 @@ func (q *Queue) runBatches(ctx context.Context, op string) (int64, error) {
 // Destroy deletes every key of the queue: its items in every state, the
 // counters, the lateness histogram, the sequence, the wake marker and timer,
 // ack tombstones and waiters' private wake keys, so that nothing of it is
-// left in Redis. It returns the number of keys deleted, or ErrNoQueue (and
-// changes nothing) when no key of the queue exists. Items are removed in
+// left in Redis, and then removes its name from the registry (RegistryKey).
+// It returns the number of the queue's keys deleted (the registry entry is
+// not one), or ErrNoQueue (and changes nothing else) when no key of the
+// queue exists. Items are removed in
 // atomic batches as Purge does, the rest with SCAN (pages of 1000 keys)
 // and DEL, so Destroy is safe on a busy server; stop the queue's producers
 // and consumers first, or what they do meanwhile (a Take re-arming the

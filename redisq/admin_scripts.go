@@ -125,13 +125,55 @@ end
 return {1}
 `)
 
+// dead batch: ARGV[2] op ("requeue" revives, "deldead" deletes), ARGV[3]
+// limit, ARGV[4] offset (items skipped by earlier batches), ARGV[5] and
+// ARGV[6] the cut-off sequence number and score, empty in the first batch,
+// which reads them: the dead set's last score and the sequence's last
+// number. Every member of an item dead by then has a sequence number at
+// most that (to_dead takes one), every later death a greater one. The batch
+// reads up to limit members with scores up to the cut-off from offset, and
+// handles those with a sequence number within it. Returns {examined,
+// skipped, changed, cut-off sequence, cut-off score} (the cut-offs empty
+// when nothing was dead).
+var scriptBulkDead = redis.NewScript(luaCommon + luaRevive + `
+local op = ARGV[2]
+local cs, cscore = ARGV[5], ARGV[6]
+if cs == '' then
+  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  if not last[1] then return {0, 0, 0, '', ''} end
+  cs = redis.call('HGET', KEYS[6], 'n') or '0'
+  cscore = last[2]
+end
+local cut = string.format('%016.0f', tonumber(cs))
+local mems = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', cscore, 'LIMIT', ARGV[4], ARGV[3])
+local now = now_ms()
+local skipped, changed = 0, 0
+for _, mem in ipairs(mems) do
+  if string.sub(mem, 1, 16) > cut then
+    skipped = skipped + 1
+  else
+    local id = string.sub(mem, 18)
+    local h = ARGV[1] .. id
+    if op == 'requeue' then
+      revive(h, id, mem, now)
+    else
+      redis.call('ZREM', KEYS[3], mem)
+      redis.call('DEL', h)
+    end
+    changed = changed + 1
+  end
+end
+if op == 'deldead' then redis.call('HINCRBY', KEYS[5], 'deleted', changed) end
+return {#mems, skipped, changed, cs, cscore}
+`)
+
 // batch: ARGV[2] op, ARGV[3] limit, ARGV[4] offset (mark only). Ops:
-// "requeue" revives the oldest dead items, "deldead"/"purge_s" delete the
-// first dead/scheduled items, "mark" marks in-flight items from offset as
-// cancelled, "destroy_s"/"destroy_l"/"destroy_d" delete the first items of
-// a state without counting (Destroy). Returns {examined, size of the zset
-// before, changed}.
-var scriptBulk = redis.NewScript(luaCommon + luaRevive + `
+// "purge_s" deletes the first scheduled items, "mark" marks in-flight items
+// from offset as cancelled, "destroy_s"/"destroy_l"/"destroy_d" delete the
+// first items of a state and count the keys deleted (Destroy: the item
+// hashes, and the zset when the batch empties it). Returns {examined, size
+// of the zset before, changed}.
+var scriptBulk = redis.NewScript(luaCommon + `
 local op = ARGV[2]
 local lim = tonumber(ARGV[3])
 local off = tonumber(ARGV[4])
@@ -154,17 +196,19 @@ for _, mem in ipairs(mems) do
       redis.call('HSET', h, 'can', 1)
       changed = changed + 1
     end
-  elseif op == 'requeue' then
-    revive(h, id, mem, now)
-    changed = changed + 1
-  else
+  elseif op == 'purge_s' then
     redis.call('ZREM', z, mem)
     redis.call('DEL', h)
     changed = changed + 1
+  else
+    redis.call('ZREM', z, mem)
+    changed = changed + redis.call('DEL', h)
   end
 end
-if op == 'deldead' or op == 'purge_s' then
+if op == 'purge_s' then
   redis.call('HINCRBY', KEYS[5], 'deleted', changed)
+elseif op ~= 'mark' and #mems > 0 and #mems == card then
+  changed = changed + 1 -- destroy emptied the zset, which deletes it
 end
 return {#mems, card, changed}
 `)

@@ -123,11 +123,17 @@ local function backoff(att, base, max)
   if d > max then d = max end
   return d
 end
--- to_dead moves a leased/scheduled item (already removed from its zset) to
--- dead, recording why it died.
+-- to_dead moves a leased/scheduled item (already removed from its zset,
+-- where its member was mem) to dead, recording why it died. It takes a new
+-- member, so that the dead set's members are in order of death (by time,
+-- then sequence) and a sequence number taken before a bulk call tells the
+-- items dead before it (see scriptBulkDead); like to_sched, the number is
+-- not a new item's.
 local function to_dead(h, mem, now, why, ...)
-  redis.call('ZADD', KEYS[3], now, mem)
-  redis.call('HSET', h, 'st', 'd', 'tok', '', 'dl', 0, 'why', why, ...)
+  redis.call('HINCRBY', KEYS[6], 'r', 1)
+  local dm = new_member(string.sub(mem, 18))
+  redis.call('ZADD', KEYS[3], now, dm)
+  redis.call('HSET', h, 'st', 'd', 'mem', dm, 'tok', '', 'dl', 0, 'why', why, ...)
   redis.call('HINCRBY', KEYS[5], 'dead', 1)
 end
 -- sched_new puts an item (already removed from its zset, or new) in sched
