@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -107,9 +108,25 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 // messages, which reads Redis TIME and updates the counters once.
 // It returns one error per message, each with Ack's meaning; all nil on full
 // success. A message listed twice is acked once. A message taken from
-// another queue (another name) is not acked: its error says so.
+// another queue (another name) is not acked: its error says so. A nil
+// element gets an error of its own and the others are acked.
 func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 	errs := make([]error, len(msgs))
+	if slices.Contains(msgs, nil) {
+		var rest []*Message
+		var at []int
+		for i, m := range msgs {
+			if m == nil {
+				errs[i] = fmt.Errorf("redisq: AckMany: message %d is nil", i)
+				continue
+			}
+			rest, at = append(rest, m), append(at, i)
+		}
+		for j, err := range q.AckMany(ctx, rest) {
+			errs[at[j]] = err
+		}
+		return errs
+	}
 	if len(msgs) == 0 {
 		return errs
 	}

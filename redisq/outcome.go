@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 )
 
 // NackOutcome says what a Nack did with the item.
@@ -50,21 +51,36 @@ func NackDelay(d time.Duration) NackOption {
 }
 
 // NackReason records reason as the cause of death ("max attempts: " +
-// reason) if this Nack dead-letters the item. Reasons are truncated to
-// MaxReasonLen bytes.
+// reason) if this Nack dead-letters the item. The reason is truncated so
+// that the whole cause stored is at most MaxReasonLen bytes.
 func NackReason(reason string) NackOption {
 	return func(o *nackOptions) { o.reason = reason }
 }
 
-// MaxReasonLen is the longest dead-letter reason stored; longer ones are
-// truncated.
+// MaxReasonLen is the longest cause of death stored (Item.DeadReason), in
+// bytes: a DeadLetter reason is truncated to it, a NackReason to it less
+// the "max attempts: " before it. Truncation does not split a UTF-8
+// character.
 const MaxReasonLen = 1024
 
-func truncReason(r string) string {
-	if len(r) > MaxReasonLen {
-		return r[:MaxReasonLen]
+// nackReasonPrefix goes before a NackReason in the cause of death (the nack
+// script adds it).
+const nackReasonPrefix = "max attempts: "
+
+// truncReason truncates r to at most n bytes, backing off to the start of
+// a UTF-8 character that the cut would split.
+func truncReason(r string, n int) string {
+	if len(r) <= n {
+		return r
 	}
-	return r
+	cut := n
+	for cut > n-utf8.UTFMax && cut > 0 && !utf8.RuneStart(r[cut]) {
+		cut--
+	}
+	if !utf8.RuneStart(r[cut]) {
+		cut = n // not UTF-8 there: bytes are bytes
+	}
+	return r[:cut]
 }
 
 // NackWith is Nack (or NackAfter, with NackDelay) that reports what happened:
@@ -76,7 +92,7 @@ func (m *Message) NackWith(ctx context.Context, opts ...NackOption) (NackResult,
 	for _, f := range opts {
 		f(&o)
 	}
-	return m.nack(ctx, o.delayUS, truncReason(o.reason))
+	return m.nack(ctx, o.delayUS, truncReason(o.reason, MaxReasonLen-len(nackReasonPrefix)))
 }
 
 // DeadLetter moves the item to the dead set now, whatever its attempts,
@@ -89,7 +105,7 @@ func (m *Message) DeadLetter(ctx context.Context, reason string) (NackOutcome, e
 	if reason == "" {
 		reason = "dead-lettered by consumer"
 	}
-	r, err := m.q.runOnce(ctx, scriptDeadLetter, m.ID, m.token, truncReason(reason))
+	r, err := m.q.runOnce(ctx, scriptDeadLetter, m.ID, m.token, truncReason(reason, MaxReasonLen))
 	if err != nil {
 		return 0, err
 	}
