@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"sync"
 	"testing"
@@ -22,8 +23,17 @@ func (h *afterFirstBulkDead) DialHook(next redis.DialHook) redis.DialHook { retu
 func (h *afterFirstBulkDead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if a := cmd.Args(); len(a) > 1 && fmt.Sprint(a[0]) == "evalsha" && a[1] == scriptBulkDead.Hash() {
-			h.once.Do(func() { close(h.ready) })
+		// The script ran: EVALSHA of it without an error (NOSCRIPT is one),
+		// or the EVAL of its source that follows a NOSCRIPT.
+		a := cmd.Args()
+		if err == nil && len(a) > 1 {
+			ran := fmt.Sprint(a[0]) == "evalsha" && a[1] == scriptBulkDead.Hash()
+			if src, ok := a[1].(string); ok && fmt.Sprint(a[0]) == "eval" {
+				ran = fmt.Sprintf("%x", sha1.Sum([]byte(src))) == scriptBulkDead.Hash()
+			}
+			if ran {
+				h.once.Do(func() { close(h.ready) })
+			}
 		}
 		return err
 	}
