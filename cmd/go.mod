@@ -31,9 +31,3 @@ require (
 	golang.org/x/time v0.14.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
 )
-
-replace (
-	github.com/dq-go/delayqueue => ../
-	github.com/dq-go/delayqueue/dqprom => ../dqprom
-	github.com/dq-go/delayqueue/redisq => ../redisq
-)

@@ -27,8 +27,3 @@ require (
 	golang.org/x/sys v0.40.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
-
-replace (
-	github.com/dq-go/delayqueue => ../
-	github.com/dq-go/delayqueue/redisq => ../redisq
-)
