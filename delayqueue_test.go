@@ -119,6 +119,7 @@ func TestQueueEndToEnd(t *testing.T) {
 		}
 		var consumed []string
 		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		for v := range q.Consume(cctx) {
 			if consumed = append(consumed, v); len(consumed) == 2 {
 				cancel()

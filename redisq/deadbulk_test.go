@@ -82,7 +82,8 @@ func TestRegressionAllDeadLeavesLaterDeaths(t *testing.T) {
 			var wg sync.WaitGroup
 			wg.Add(2)
 			deleted := map[string]bool{} // by the second goroutine
-			go func() { // later deaths, once the call's first batch returned
+			// Later deaths, once the call's first batch has run.
+			go func() {
 				defer wg.Done()
 				<-hook.ready
 				var dw sync.WaitGroup
