@@ -2,18 +2,50 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/dq-go/delayqueue/cmd/dqweb"
 )
+
+// serveOpts holds serve's flags that env has no field for.
+type serveOpts struct {
+	allowHosts hostsFlag
+}
+
+// serveExtra holds each run's serveOpts from the registration of its
+// flags to its start (an entry stays behind only when the run ends
+// before that, in a process that then exits).
+var serveExtra sync.Map // *env -> *serveOpts
 
 func serveFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.listen, "listen", "127.0.0.1:8080", "serve the dashboard on this `host:port` (loopback by default)")
 	fs.BoolVar(&e.readOnly, "readonly", false, "hide and refuse (403) every action")
 	fs.StringVar(&e.basicAuth, "basic-auth", envOr("DQCTL_BASIC_AUTH", ""), "require HTTP basic auth `user:password` (env DQCTL_BASIC_AUTH, which keeps it out of ps)")
 	fs.StringVar(&e.prefix, "prefix", "/", "serve under this path `prefix` (for a reverse proxy)")
+	o := &serveOpts{}
+	serveExtra.Store(e, o)
+	fs.Var(&o.allowHosts, "allow-host", "also answer to this host `name` (the name a reverse proxy forwards, or *.example.com); repeatable or comma-separated. "+
+		"IP addresses, localhost and the -listen host are always answered; other names are refused (421) against DNS rebinding")
+}
+
+// hostsFlag collects -allow-host values.
+type hostsFlag []string
+
+func (f *hostsFlag) String() string { return strings.Join(*f, ",") }
+
+func (f *hostsFlag) Set(v string) error {
+	for _, h := range strings.Split(v, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			*f = append(*f, h)
+		}
+	}
+	return nil
 }
 
 func cmdServe(e *env) error {
@@ -31,9 +63,21 @@ func cmdServe(e *env) error {
 			return usageErr("-basic-auth (or DQCTL_BASIC_AUTH) must be user:password")
 		}
 	}
-	var h http.Handler = dqweb.Handler(e.c, dqweb.Options{Prefix: e.prefix, ReadOnly: e.readOnly, Timeout: e.conn.timeout})
+	o := &serveOpts{}
+	if v, ok := serveExtra.LoadAndDelete(e); ok {
+		o = v.(*serveOpts)
+	}
+	// The -listen host is allowed when it is a name (an IP is anyway).
+	hosts := append([]string(nil), o.allowHosts...)
+	if host, _, err := net.SplitHostPort(e.listen); err == nil && host != "" {
+		hosts = append(hosts, host)
+	}
+	var h http.Handler = dqweb.Handler(e.c, dqweb.Options{Prefix: e.prefix, ReadOnly: e.readOnly, Timeout: e.conn.timeout,
+		AllowedHosts: hosts, FormTimeout: min(10*time.Second, serverLimits.read)})
 	if user != "" {
-		h = dqweb.BasicAuth(h, user, password)
+		// Failed logins are logged to stderr, rate-limited (see BasicAuthWith).
+		log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		h = dqweb.BasicAuthWith(h, user, password, dqweb.AuthOptions{Logger: log})
 	}
 	mux := http.NewServeMux()
 	mux.Handle(e.prefix, h)
@@ -41,13 +85,40 @@ func cmdServe(e *env) error {
 	if err != nil {
 		return err
 	}
-	if host, _, _ := net.SplitHostPort(l.Addr().String()); user == "" && !net.ParseIP(host).IsLoopback() {
-		e.printf("warning: serving on %s without -basic-auth: anyone who can reach it can change the queues\n", l.Addr())
+	for _, w := range serveWarnings(l.Addr(), user != "", e.readOnly, len(o.allowHosts) > 0) {
+		fmt.Fprintf(e.stderr, "dqctl serve: warning: %s\n", w)
 	}
 	mode := ""
 	if e.readOnly {
 		mode = " (read-only)"
 	}
 	e.printf("serving the dashboard of %s on http://%s%s%s\n", e.conn.where(), l.Addr(), e.prefix, mode)
-	return serveHTTP(e, l, mux)
+	// The Host check wraps the whole server, so that a refused Host never
+	// reaches basic auth (no password prompt on a rebound name) or the mux.
+	return serveHTTP(e, l, dqweb.AllowHosts(mux, hosts...))
+}
+
+// serveWarnings says what serving on addr exposes: on loopback nothing;
+// elsewhere, without auth, what anyone who can reach it can do, and with
+// auth, that the password crosses the network in clear text (dqctl serve
+// has no TLS).
+func serveWarnings(addr net.Addr, auth, readOnly, named bool) []string {
+	host, _, _ := net.SplitHostPort(addr.String())
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	var w []string
+	switch {
+	case auth:
+		w = append(w, "serving on "+addr.String()+" with -basic-auth but without TLS: the password crosses the network in clear text in every request; "+
+			"serve on loopback behind a TLS reverse proxy (with -allow-host for its name), or only on a network you trust")
+	case readOnly:
+		w = append(w, "serving on "+addr.String()+" without -basic-auth: anyone who can reach it can read every queue and payload (-readonly: they cannot change the queues)")
+	default:
+		w = append(w, "serving on "+addr.String()+" without -basic-auth: anyone who can reach it can read every payload and change the queues")
+	}
+	if !named {
+		w = append(w, "browsers must open it by IP address (or localhost): other host names are refused unless given with -allow-host")
+	}
+	return w
 }

@@ -45,10 +45,11 @@ type tab struct {
 	dialogs []string // guarded by mu: "type: message"
 }
 
-func newTab(t testing.TB, width, height int64) *tab {
+func newTab(t testing.TB, width, height int64, extra ...chromedp.ExecAllocatorOption) *tab {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath(t)),
 		chromedp.WindowSize(int(width), int(height)), chromedp.Flag("disable-dev-shm-usage", true))
+	opts = append(opts, extra...)
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to sandbox as root
 	}

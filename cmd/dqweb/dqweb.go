@@ -19,6 +19,36 @@
 // Content-Security-Policy allows no other script, no inline script and no
 // request to another origin. The handler does not authenticate anyone:
 // wrap it in the service's authentication middleware (BasicAuth is one).
+//
+// Hostile data cannot spoof or break a page: names, ids and reasons are
+// shown with every control character, bidi override or mark and invalid
+// byte escaped, Go-quoted as dqctl prints them ("rtl\u202egnp.exe"), and
+// cut when long; links and forms carry the exact value. A name or id
+// longer than MaxName is listed but not opened (400; dqctl handles it).
+//
+// DNS rebinding: a page on a name the attacker re-points at the
+// dashboard's address is same-origin with it for the browser. The handler
+// answers 421, before routing and before anything is read from Redis,
+// unless the Host is an IP literal, localhost (or under .localhost) or
+// in Options.AllowedHosts (see AllowHosts).
+//
+// One request's cost is bounded whatever the data: a page reads a
+// bounded number of items, and payloads are read with redisq's GetPrefix:
+// at most ItemPayloadBytes of one payload on the item page, previews only
+// of payloads up to 64 KiB, and nothing of a payload over
+// redisq.MaxPrefixScan (1 MiB): Redis has no ranged read of a hash field,
+// so cutting a prefix copies the whole payload on Redis' main thread.
+// Such a payload is shown by size only; `dqctl show` prints it. There is
+// no download, for the same reason: every chunk would cost a copy of the
+// whole payload. At most MaxPayloadReads payload reads (and their
+// formatting) run at once per handler, which bounds their memory.
+//
+// Failures say what failed: 503 when Redis cannot be reached, 504 when it
+// does not answer in time, 502 when it answers with an error, 400 for a
+// bad request. An action's form is at most 64 KiB and must arrive within
+// Options.FormTimeout; the server should bound the rest
+// (http.Server's ReadHeaderTimeout, ReadTimeout, IdleTimeout,
+// MaxHeaderBytes, as dqctl serve sets them).
 package dqweb
 
 import (
@@ -47,7 +77,8 @@ type Options struct {
 	ReadOnly bool
 	// Queues lists the queues the overview shows. Empty: every queue on
 	// the server, found with redisq.ListQueues (a SCAN of the whole
-	// keyspace, cached for QueueListTTL). Queue pages work for any name.
+	// keyspace, cached for QueueListTTL). Queue pages open any name of up
+	// to MaxName bytes.
 	Queues []string
 	// QueueListTTL is how long the list of queues found by SCAN is reused;
 	// default 30s.
@@ -63,6 +94,16 @@ type Options struct {
 	// pauses while the user selects text or the tab is hidden); default
 	// 5s, negative disables it.
 	Refresh time.Duration
+	// AllowedHosts names the hosts the dashboard answers to besides IP
+	// literals, localhost and names under .localhost: exact names such as
+	// "ops.example.com" (the name a reverse proxy forwards), or
+	// "*.example.com"; entries may be comma-separated. Any other Host is
+	// answered 421 before anything is read (see AllowHosts).
+	AllowedHosts []string
+	// FormTimeout bounds the time an action's form body may take to
+	// arrive, from the start of the handler; default 10s. A slower client
+	// gets 408 and its connection is closed.
+	FormTimeout time.Duration
 }
 
 // PageSize is the number of items per page of a list.
@@ -72,8 +113,13 @@ const PageSize = 50
 const queuesPerPage = 100
 
 // Handler returns the dashboard for the queues on the Redis server (or
-// Cluster) that c talks to. It panics if opt.Prefix does not start with
-// "/". The handler is safe for concurrent use; it never closes c.
+// Cluster) that c talks to. Requests whose Host header is not an IP
+// literal, localhost, a name under .localhost or one of
+// opt.AllowedHosts are answered 421 Misdirected Request, whatever the
+// route (static files too), before anything else: behind a reverse proxy
+// that forwards its own name, list that name. It panics if opt.Prefix
+// does not start with "/". The handler is safe for concurrent use; it
+// never closes c.
 func Handler(c redis.UniversalClient, opt Options) http.Handler {
 	if c == nil {
 		panic("dqweb: nil client")
@@ -99,14 +145,20 @@ func Handler(c redis.UniversalClient, opt Options) http.Handler {
 	if opt.Refresh == 0 {
 		opt.Refresh = 5 * time.Second
 	}
-	return &handler{c: c, opt: opt, rates: newRates(), names: &queueList{ttl: opt.QueueListTTL}}
+	if opt.FormTimeout <= 0 {
+		opt.FormTimeout = 10 * time.Second
+	}
+	return &handler{c: c, opt: opt, rates: newRates(), names: &queueList{ttl: opt.QueueListTTL},
+		hosts: newHostList(opt.AllowedHosts), payloads: make(chan struct{}, MaxPayloadReads)}
 }
 
 type handler struct {
-	c     redis.UniversalClient
-	opt   Options
-	rates *rates
-	names *queueList
+	c        redis.UniversalClient
+	opt      Options
+	rates    *rates
+	names    *queueList
+	hosts    hostList
+	payloads chan struct{} // a token per payload read under way
 }
 
 //go:embed static templates
@@ -139,6 +191,11 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// First of all, before routing: a Host that may be DNS-rebound.
+	if !h.hosts.allows(r.Host) {
+		refuseHost(w, r)
+		return
+	}
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
@@ -146,7 +203,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Referrer-Policy", "same-origin")
 	path, ok := strings.CutPrefix(r.URL.Path, h.opt.Prefix)
 	if !ok {
-		h.fail(w, r, http.StatusNotFound, "no such page %q", r.URL.Path)
+		h.fail(w, r, http.StatusNotFound, "no such page %s", quoted(r.URL.Path))
 		return
 	}
 	if name, ok := strings.CutPrefix(path, "static/"); ok {
@@ -173,7 +230,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "item":
 		h.itemPage(ctx, w, r)
 	default:
-		h.fail(w, r, http.StatusNotFound, "no such page %q", r.URL.Path)
+		h.fail(w, r, http.StatusNotFound, "no such page %s", quoted(r.URL.Path))
 	}
 }
 
@@ -241,11 +298,12 @@ func (h *handler) render(w http.ResponseWriter, status int, page string, data an
 	_, _ = w.Write([]byte(b.String()))
 }
 
-// fail renders an error page; the message is escaped like everything else.
+// fail renders an error page; the message is escaped like everything
+// else, and cut (see message).
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, status int, format string, a ...any) {
 	h.render(w, status, "error", struct {
 		layout
 		Status  int
 		Message string
-	}{h.layout(w, r, http.StatusText(status), false), status, fmt.Sprintf(format, a...)})
+	}{h.layout(w, r, http.StatusText(status), false), status, message(fmt.Sprintf(format, a...))})
 }

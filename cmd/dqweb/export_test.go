@@ -3,10 +3,18 @@ package dqweb
 import "github.com/dq-go/delayqueue/redisq"
 
 // FormatPayload is formatPayload.
-func FormatPayload(p []byte, limit int) (kind, text string, truncated bool) {
-	v := formatPayload(p, limit)
+func FormatPayload(p []byte, size, limit int) (kind, text string, truncated bool) {
+	v := formatPayload(p, size, limit)
 	return v.Kind, v.Text, v.Truncated
 }
+
+// Shown, ShownReason, Quoted and Message are the display functions.
+var (
+	Shown       = shown
+	ShownReason = shownReason
+	Quoted      = quoted
+	Message     = message
+)
 
 // Rates is the handler's memory of recent Stats readings.
 type Rates struct{ r *rates }

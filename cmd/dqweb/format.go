@@ -16,9 +16,98 @@ import (
 )
 
 // Everything from Redis reaches the page through html/template, which
-// escapes it for its context. The formatting here makes it readable:
-// payloads as indented JSON, text or a hex dump, with the characters a
-// browser would not show (controls, bidi overrides) written as escapes.
+// escapes it for its context. The formatting here makes it readable and
+// honest: names, ids and reasons go through shown or quoted, payloads are
+// indented JSON, text or a hex dump, and every character a browser would
+// not show as itself (controls, bidi overrides and marks, invalid UTF-8)
+// is written as an escape, so that "rtl\u202egnp.exe" cannot pass for
+// "rtlexe.png".
+
+// Display bounds, in bytes of the name, id or reason shown: beyond them
+// the text is cut and ends in "…" with the full size. Links and forms
+// always carry the exact value.
+const (
+	maxShownName   = 200
+	maxShownReason = 2000
+)
+
+// shown is s as a page shows a queue name or id: as it is when it is
+// plain (printable, not empty, no leading, trailing or double space that
+// HTML would collapse, no leading '"'), else Go-quoted with every
+// non-printable rune and invalid byte escaped (\u202e, \x1b, \xff). A
+// quoted form starts with '"' and a plain one never does, so the two
+// cannot be confused. Long values are cut after maxShownName bytes.
+func shown(s string) string { return show(s, maxShownName, false) }
+
+// shownReason is shown for a dead reason, cut after maxShownReason bytes.
+func shownReason(s string) string { return show(s, maxShownReason, false) }
+
+// quoted is s Go-quoted for a sentence (`queue "orders"`), with escapes
+// and the cut of shown.
+func quoted(s string) string { return show(s, maxShownName, true) }
+
+func show(s string, limit int, quote bool) string {
+	part := s
+	if len(part) > limit {
+		n := limit
+		for n > 0 && !utf8.RuneStart(part[n]) {
+			n--
+		}
+		part = part[:n]
+	}
+	out := part
+	if quote || !plain(s) {
+		out = strconv.Quote(part)
+	}
+	if len(part) < len(s) {
+		out += "… (" + strconv.Itoa(len(s)) + " bytes)"
+	}
+	return out
+}
+
+// plain reports whether s shows as itself: see shown.
+func plain(s string) bool {
+	if s == "" || s[0] == '"' || s[0] == ' ' || s[len(s)-1] == ' ' || strings.Contains(s, "  ") {
+		return false
+	}
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return false // U+FFFD itself is quoted too: it may stand for an invalid byte
+		}
+	}
+	return true
+}
+
+// maxMessage bounds an error or result message, in bytes.
+const maxMessage = 4000
+
+// message is s for an error or result sentence: cut after maxMessage
+// bytes, with non-printable runes and invalid bytes escaped (\x1b,
+// \u202e, \xff). Names in it are already quoted.
+func message(s string) string {
+	if len(s) > maxMessage {
+		n := maxMessage
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
 
 // payloadView is a payload formatted for a page.
 type payloadView struct {
@@ -28,42 +117,116 @@ type payloadView struct {
 	Truncated bool   // Text shows only part of the payload
 }
 
-// formatPayload formats p, showing at most limit bytes of the formatted
-// text (limit < 0: all of it).
-func formatPayload(p []byte, limit int) payloadView {
-	v := payloadView{Size: len(p)}
-	var text string
+// formatPayload formats p, the first len(p) of size payload bytes,
+// showing at most limit bytes of formatted text. A cut payload (len(p) <
+// size) that starts like JSON is indented as JSON as far as it goes.
+// Memory and time are O(len(p) + limit) whatever the content.
+func formatPayload(p []byte, size, limit int) payloadView {
+	v := payloadView{Size: size}
+	cut := len(p) < size
+	text := p
+	if cut {
+		// Drop a rune cut in the middle, so that text is judged as text.
+		for i := 1; i <= utf8.UTFMax-1 && i <= len(text); i++ {
+			if utf8.RuneStart(text[len(text)-i]) {
+				if !utf8.FullRune(text[len(text)-i:]) {
+					text = text[:len(text)-i]
+				}
+				break
+			}
+		}
+	}
+	trimmed := bytes.TrimLeft(text, " \t\r\n")
 	switch {
-	case len(p) == 0:
+	case size == 0:
 		v.Kind = "empty"
 		return v
-	case utf8.Valid(p) && json.Valid(p):
-		var b bytes.Buffer
-		if json.Indent(&b, bytes.TrimSpace(p), "", "  ") == nil {
-			v.Kind, text = "JSON", visible(b.String())
-			break
+	case utf8.Valid(text) && (!cut && json.Valid(text) || cut && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')):
+		v.Kind = "JSON"
+		var b strings.Builder
+		v.Truncated = indentJSON(&b, text, limit) || cut
+		v.Text = visible(b.String())
+	case utf8.Valid(text) && mostlyText(text):
+		v.Kind = "text"
+		s := string(text)
+		if len(s) > limit {
+			n := limit
+			for n > 0 && !utf8.RuneStart(s[n]) {
+				n--
+			}
+			s = s[:n]
 		}
-		fallthrough
-	case utf8.Valid(p) && mostlyText(p):
-		v.Kind, text = "text", visible(string(p))
+		v.Text, v.Truncated = visible(s), len(s) < size
 	default:
 		v.Kind = "binary"
-		n := len(p)
-		if limit >= 0 {
-			n = min(n, max(16, limit/5)) // a hex.Dump line shows 16 bytes in 79 characters
-		}
-		v.Text, v.Truncated = hex.Dump(p[:n]), n < len(p)
-		return v
+		n := min(len(p), max(16, limit/5)) // a hex.Dump line shows 16 bytes in 79 characters
+		v.Text, v.Truncated = hex.Dump(p[:n]), n < size
 	}
-	if limit >= 0 && len(text) > limit {
-		cut := limit
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text, v.Truncated = text[:cut], true
-	}
-	v.Text = text
 	return v
+}
+
+// indentJSON writes JSON text p to b indented by two spaces, as
+// json.Indent does, stopping once b holds limit bytes (then it reports
+// true). It only lexes (strings, escapes, brackets), so it also indents a
+// prefix of JSON; deep nesting costs no more than limit bytes of output.
+func indentJSON(b *strings.Builder, p []byte, limit int) (truncated bool) {
+	depth, inStr, esc := 0, false, false
+	newline := func() {
+		b.WriteByte('\n')
+		for i := 0; i < depth && b.Len() < limit; i++ {
+			b.WriteString("  ")
+		}
+	}
+	p = bytes.TrimSpace(p)
+	for i := 0; i < len(p); i++ {
+		if b.Len() >= limit {
+			return true
+		}
+		c := p[i]
+		if inStr {
+			b.WriteByte(c)
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		case '"':
+			inStr = true
+			b.WriteByte(c)
+		case '{', '[':
+			b.WriteByte(c)
+			j := i + 1
+			for j < len(p) && (p[j] == ' ' || p[j] == '\t' || p[j] == '\r' || p[j] == '\n') {
+				j++
+			}
+			if j < len(p) && (p[j] == '}' || p[j] == ']') {
+				b.WriteByte(p[j]) // empty: {} or []
+				i = j
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			depth = max(0, depth-1)
+			newline()
+			b.WriteByte(c)
+		case ',':
+			b.WriteByte(c)
+			newline()
+		case ':':
+			b.WriteString(": ")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return false
 }
 
 // mostlyText: at least 80% of the runes are printable (or newline, tab).
@@ -149,13 +312,14 @@ func quantile(l redisq.Lateness, q float64) string {
 }
 
 // actionForm is one action button: a form that POSTs to Prefix+"action".
+// The queue and id travel hex-encoded (see actions.go).
 type actionForm struct {
-	Prefix, CSRF string
-	Op, Queue    string
-	ID, State    string
-	Label        string
-	Confirm      string // the question the page's script asks
-	Danger       bool
+	Prefix, CSRF    string
+	Op, QueueX, IDX string
+	State           string
+	Label           string
+	Confirm         string // the question the page's script asks
+	Danger          bool
 }
 
 var funcs = template.FuncMap{
@@ -168,11 +332,17 @@ var funcs = template.FuncMap{
 	"quantile": quantile,
 	"approx":   approx,
 	"compact":  compact,
+	"show":     shown,
+	"reason":   shownReason,
+	"hex":      func(s string) string { return hex.EncodeToString([]byte(s)) },
 	"form": func(prefix, csrf, op, queue, id, state string) actionForm {
 		a := action{Op: op, Queue: queue, ID: id}
 		a.State, _ = redisq.ParseState(state)
-		f := actionForm{Prefix: prefix, CSRF: csrf, Op: op, Queue: queue, ID: id, State: state,
+		f := actionForm{Prefix: prefix, CSRF: csrf, Op: op, QueueX: hex.EncodeToString([]byte(queue)), State: state,
 			Label: ops[op].label, Confirm: a.question(), Danger: op != "requeue" && op != "requeue-all"}
+		if id != "" {
+			f.IDX = hex.EncodeToString([]byte(id))
+		}
 		if state != "" {
 			f.Label += " " + state
 		}

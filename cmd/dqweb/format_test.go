@@ -21,17 +21,17 @@ func TestFormatPayload(t *testing.T) {
 		truncated bool
 	}{
 		{"empty", nil, 100, "empty", "", false},
-		{"JSON is indented", []byte(` {"a":[1,2],"b":"<x>"} `), -1, "JSON", "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": \"<x>\"\n}", false},
-		{"text", []byte("hello\nworld"), -1, "text", "hello\nworld", false},
-		{"controls and bidi overrides are escaped", []byte("a\x1b[31mbold text\u202eabc\x7f"), -1, "text", `a\x1b[31mbold text\u202eabc\x7f`, false},
-		{"escaped inside JSON strings too", []byte(`{"a":"x` + "\u202e" + `"}`), -1, "JSON", "{\n  \"a\": \"x\\u202e\"\n}", false},
-		{"binary is a hex dump", []byte{0, 1, 2, 0xff}, -1, "binary", "00000000  00 01 02 ff                                       |....|\n", false},
-		{"invalid UTF-8 is binary", []byte("ab\xffcd"), -1, "binary", "00000000  61 62 ff 63 64", false},
+		{"JSON is indented", []byte(` {"a":[1,2],"b":"<x>"} `), 1 << 20, "JSON", "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": \"<x>\"\n}", false},
+		{"text", []byte("hello\nworld"), 1 << 20, "text", "hello\nworld", false},
+		{"controls and bidi overrides are escaped", []byte("a\x1b[31mbold text\u202eabc\x7f"), 1 << 20, "text", `a\x1b[31mbold text\u202eabc\x7f`, false},
+		{"escaped inside JSON strings too", []byte(`{"a":"x` + "\u202e" + `"}`), 1 << 20, "JSON", "{\n  \"a\": \"x\\u202e\"\n}", false},
+		{"binary is a hex dump", []byte{0, 1, 2, 0xff}, 1 << 20, "binary", "00000000  00 01 02 ff                                       |....|\n", false},
+		{"invalid UTF-8 is binary", []byte("ab\xffcd"), 1 << 20, "binary", "00000000  61 62 ff 63 64", false},
 		{"text cut at a rune boundary", long, 101, "text", strings.Repeat("é", 50) + "...", true},
 		{"hex dump cut to the limit", bytes.Repeat([]byte{0}, 1000), 160, "binary", "00000000  00 00", true},
 	}
 	for _, c := range cases {
-		kind, text, trunc := dqweb.FormatPayload(c.p, c.limit)
+		kind, text, trunc := dqweb.FormatPayload(c.p, len(c.p), c.limit)
 		want, prefix := strings.CutSuffix(c.text, "...")
 		ok := text == want
 		if prefix || c.kind == "binary" {
@@ -41,10 +41,10 @@ func TestFormatPayload(t *testing.T) {
 			t.Errorf("%s: got %s %q truncated %v, want %s %q truncated %v", c.name, kind, text, trunc, c.kind, c.text, c.truncated)
 		}
 	}
-	if _, text, _ := dqweb.FormatPayload(long, 101); len(text) != 100 {
+	if _, text, _ := dqweb.FormatPayload(long, len(long), 101); len(text) != 100 {
 		t.Errorf("cut text has %d bytes, want 100 (50 runes of 2 bytes)", len(text))
 	}
-	if _, text, _ := dqweb.FormatPayload(bytes.Repeat([]byte{0}, 1000), 160); strings.Count(text, "\n") != 2 {
+	if _, text, _ := dqweb.FormatPayload(bytes.Repeat([]byte{0}, 1000), 1000, 160); strings.Count(text, "\n") != 2 {
 		t.Errorf("a limit of 160 characters should show two hex lines:\n%s", text)
 	}
 }

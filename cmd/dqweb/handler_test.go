@@ -378,7 +378,9 @@ func TestPrefixAndRouting(t *testing.T) {
 	}
 	h := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"})
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/elsewhere/", nil))
+	req := httptest.NewRequest(http.MethodGet, "/elsewhere/", nil)
+	req.Host = "127.0.0.1" // httptest's example.com is refused (TestHostCheck)
+	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("path outside the prefix: %d", rec.Code)
 	}

@@ -20,8 +20,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{}) // the tests with Redis down would fill the output
 	goleak.VerifyTestMain(m)
 }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // The fixture's queue "orders", as the tests expect to see it.
 const (

@@ -4,43 +4,131 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
+	"github.com/redis/go-redis/v9"
 )
 
-// Every page does bounded work whatever the queue's size: Stats and Get
-// are O(log n), the due chart 62 range counts, each list one page (List is
-// O(log n + page)). Only the overview's list of queues, without
-// Options.Queues, SCANs the keyspace, and reuses what it found for
-// Options.QueueListTTL.
+// Every page does bounded work whatever the queue's size: Stats is
+// O(log n), the due chart 62 range counts, each list one page (List is
+// O(log n + page)), and payloads are read with GetPrefix, whose copy on
+// Redis is at most redisq.MaxPrefixScan bytes (for previews, only payloads
+// up to previewScan bytes are read at all). Only the overview's list of
+// queues, without Options.Queues, SCANs the keyspace, and reuses what it
+// found for Options.QueueListTTL.
+
+// MaxName is the longest queue name or id the dashboard opens or acts on:
+// longer ones are listed (cut, not linked, without actions) and a request
+// naming one is refused with 400 before Redis is asked; dqctl handles
+// them. It keeps every link and form within a few tens of KiB.
+const MaxName = 8 << 10
+
+// ItemPayloadBytes is the most of a payload the item page reads and shows.
+const ItemPayloadBytes = 64 << 10
+
+// MaxPayloadReads is how many payload reads (with their formatting) run
+// at once per handler; more wait, within Options.Timeout. With
+// ItemPayloadBytes and the formatting bounds, that keeps the memory all
+// payload reads take at once to a few MiB.
+const MaxPayloadReads = 4
 
 func (h *handler) queueURL(name string) string {
+	if len(name) > MaxName {
+		return ""
+	}
 	return h.opt.Prefix + "queue?" + url.Values{"q": {name}}.Encode()
 }
 
 func (h *handler) itemURL(name, id string) string {
+	if len(name) > MaxName || len(id) > MaxName {
+		return ""
+	}
 	return h.opt.Prefix + "item?" + url.Values{"q": {name}, "id": {id}}.Encode()
 }
 
-// queue opens the queue name and checks that it exists, returning the
-// HTTP status that fits an error.
-func (h *handler) queue(ctx context.Context, name string) (*redisq.Queue, int, error) {
-	q, err := redisq.New(ctx, h.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore))
-	if err != nil {
-		return nil, http.StatusBadRequest, fmt.Errorf("bad queue name %q: names are non-empty and hold no '{' or '}'", name)
+// checkName returns why the dashboard refuses a queue name or id (what
+// says which), or nil: these are 400s, decided without Redis.
+func checkName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("no %s given", what)
+	case len(s) > MaxName:
+		return fmt.Errorf("%s %s is too long for the dashboard (%d bytes; at most %d): use dqctl", what, quoted(s), len(s), MaxName)
+	case what == "queue name" && strings.ContainsAny(s, "{}"):
+		return fmt.Errorf("bad queue name %s: names are non-empty and hold no '{' or '}'", quoted(s))
 	}
-	ok, err := q.Exists(ctx)
-	if err != nil {
-		return nil, http.StatusBadGateway, fmt.Errorf("reading queue %q from Redis: %v", name, err)
+	return nil
+}
+
+// errBusy: every payload read token stayed taken while the request lasted.
+var errBusy = errors.New("the dashboard is busy reading other payloads; try again")
+
+// redisStatus returns the HTTP status and the description of a failed
+// Redis call: 504 when the page's time ran out, 502 when Redis answered
+// with an error, 503 when it could not be reached (a dial that timed out
+// included, or the dashboard was too busy).
+func (h *handler) redisStatus(err error) (int, string) {
+	var reply redis.Error
+	var nerr net.Error
+	switch {
+	case errors.Is(err, errBusy):
+		return http.StatusServiceUnavailable, err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, fmt.Sprintf("Redis did not answer within %v (%v)", h.opt.Timeout, err)
+	case errors.As(err, &nerr) && nerr.Timeout() && !strings.Contains(err.Error(), "dial"):
+		return http.StatusGatewayTimeout, fmt.Sprintf("Redis did not answer in time (%v)", err)
+	case errors.As(err, &reply):
+		return http.StatusBadGateway, fmt.Sprintf("Redis answered with an error: %v", err)
 	}
-	if !ok {
-		return nil, http.StatusNotFound, fmt.Errorf("no queue named %q on this server", name)
+	return http.StatusServiceUnavailable, fmt.Sprintf("Redis is unreachable: %v", err)
+}
+
+// redisFail renders the error page for err, a failure of what.
+func (h *handler) redisFail(w http.ResponseWriter, r *http.Request, err error, what string) {
+	status, msg := h.redisStatus(err)
+	h.failStatus(w, r, status, "%s: %s", what, msg)
+}
+
+// failStatus is fail, with Retry-After on a 503.
+func (h *handler) failStatus(w http.ResponseWriter, r *http.Request, status int, format string, a ...any) {
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
 	}
-	return q, 0, nil
+	h.fail(w, r, status, format, a...)
+}
+
+// open opens queue name without checking that it exists.
+func (h *handler) open(ctx context.Context, name string) (*redisq.Queue, error) {
+	return redisq.New(ctx, h.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore))
+}
+
+// queue opens the queue name and checks that it exists; on failure it
+// renders the error page and returns nil.
+func (h *handler) queue(ctx context.Context, w http.ResponseWriter, r *http.Request, name string) *redisq.Queue {
+	if err := checkName("queue name", name); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "%v", err)
+		return nil
+	}
+	q, err := h.open(ctx, name)
+	var ok bool
+	if err == nil {
+		ok, err = q.Exists(ctx)
+	}
+	switch {
+	case err != nil:
+		h.redisFail(w, r, err, "reading queue "+quoted(name))
+		return nil
+	case !ok:
+		h.fail(w, r, http.StatusNotFound, "no queue named %s on this server", quoted(name))
+		return nil
+	}
+	return q
 }
 
 // offset parses the query parameter key as a list offset (default 0).
@@ -54,20 +142,31 @@ func offset(r *http.Request, key string) int64 {
 
 // queueRow is one queue of the overview, and the head of its page.
 type queueRow struct {
-	Name, URL string
-	Err       string
-	Stats     redisq.Stats
-	Rates     rateView
+	Name  string // exact
+	Shown string // as shown (see shown)
+	URL   string // "" when the name is too long to open
+	Err   string // why the row could not be read
+	// status is the HTTP status of Err: 400 for a name the dashboard
+	// refuses, 5xx for Redis.
+	status int
+	Stats  redisq.Stats
+	Rates  rateView
 }
 
 func (h *handler) row(ctx context.Context, name string) queueRow {
-	row := queueRow{Name: name, URL: h.queueURL(name)}
-	q, err := redisq.New(ctx, h.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore))
+	row := queueRow{Name: name, Shown: shown(name), URL: h.queueURL(name)}
+	if err := checkName("queue name", name); err != nil {
+		row.Err, row.status = message(err.Error()), http.StatusBadRequest
+		return row
+	}
+	q, err := h.open(ctx, name)
 	if err == nil {
 		row.Stats, err = q.Stats(ctx)
 	}
 	if err != nil {
-		row.Err = err.Error()
+		var msg string
+		row.status, msg = h.redisStatus(err)
+		row.Err = message(msg)
 		return row
 	}
 	row.Rates = h.rates.observe(name, row.Stats)
@@ -80,15 +179,24 @@ func (h *handler) overview(ctx context.Context, w http.ResponseWriter, r *http.R
 		var err error
 		names, err = h.names.get(ctx, h.c)
 		if err != nil {
-			h.fail(w, r, http.StatusBadGateway, "listing the queues: %v", err)
+			h.redisFail(w, r, err, "listing the queues")
 			return
 		}
 	}
 	off := min(offset(r, "o"), int64(len(names)))
 	shown := names[off:min(off+queuesPerPage, int64(len(names)))]
 	rows := make([]queueRow, 0, len(shown))
+	failed := 0
 	for _, n := range shown {
 		rows = append(rows, h.row(ctx, n))
+		if rows[len(rows)-1].status >= 500 {
+			failed++
+		}
+	}
+	if failed > 0 && failed == len(rows) {
+		// Not one queue could be read: Redis is the problem, say so.
+		h.failStatus(w, r, rows[0].status, "reading the queues: %s", rows[0].Err)
+		return
 	}
 	h.render(w, http.StatusOK, "overview", struct {
 		layout
@@ -140,21 +248,21 @@ type queueData struct {
 
 func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("q")
-	q, status, err := h.queue(ctx, name)
-	if err != nil {
-		h.fail(w, r, status, "%v", err)
+	q := h.queue(ctx, w, r, name)
+	if q == nil {
 		return
 	}
-	d := queueData{layout: h.layout(w, r, name, true), queueRow: h.row(ctx, name)}
-	d.Crumbs = append(d.Crumbs, crumb{name, ""})
-	if d.Err != "" {
-		h.fail(w, r, http.StatusBadGateway, "reading queue %q: %s", name, d.Err)
+	what := "reading queue " + quoted(name)
+	d := queueData{layout: h.layout(w, r, shown(name), true), queueRow: h.row(ctx, name)}
+	d.Crumbs = append(d.Crumbs, crumb{shown(name), ""})
+	if d.status != 0 {
+		h.failStatus(w, r, d.status, "%s: %s", what, d.Err)
 		return
 	}
 	d.Now = d.Stats.Now
 	hist, err := q.DueHistogram(ctx, time.Minute, 60)
 	if err != nil {
-		h.fail(w, r, http.StatusBadGateway, "reading queue %q: %v", name, err)
+		h.redisFail(w, r, err, what)
 		return
 	}
 	d.Due, d.Later = dueChart(hist), hist.Later
@@ -174,66 +282,68 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		off := offset(r, l.key)
 		page, err := q.List(ctx, l.state, redisq.ListOptions{Offset: off, Limit: l.size})
 		if err == nil && l.state == redisq.StateDead {
-			err = withPayloads(ctx, q, &page, off)
+			err = h.withPayloads(ctx, q, &page)
 		}
 		if err != nil {
-			h.fail(w, r, http.StatusBadGateway, "listing %s items of queue %q: %v", l.state, name, err)
+			h.redisFail(w, r, err, fmt.Sprintf("listing %s items of queue %s", l.state, quoted(name)))
 			return
 		}
 		for _, it := range page.Items {
-			*l.rows = append(*l.rows, h.itemRow(name, it, page.Now))
+			*l.rows = append(*l.rows, h.itemRow(name, it, page.Now, previewBytes))
 		}
 		*l.pager = h.pager(r, l.key, off, int64(len(page.Items)), page.Total, l.size)
 	}
 	h.render(w, http.StatusOK, "queue", d)
 }
 
-// Payload previews are read for a page of dead items only while they are
-// small: a page's payloads up to pagePayloadBudget bytes in all, else each
-// payload up to itemPayloadBudget bytes on its own.
+// A page of dead items shows the start of each payload up to previewScan
+// bytes: previewRead bytes of it are read, and larger payloads are not
+// read at all (their item page shows more).
 const (
-	pagePayloadBudget = 2 << 20
-	itemPayloadBudget = 64 << 10
+	previewScan = 64 << 10
+	previewRead = 1 << 10
 )
 
-// withPayloads fills in the payloads of a page of dead items read without
-// them, within the budgets.
-func withPayloads(ctx context.Context, q *redisq.Queue, page *redisq.Page, off int64) error {
-	var sum int
-	for _, it := range page.Items {
-		sum += it.PayloadSize
-	}
-	if sum == 0 {
+// withPayloads fills in the start of the payloads of a page of dead items
+// read without them, holding one payload token for the page.
+func (h *handler) withPayloads(ctx context.Context, q *redisq.Queue, page *redisq.Page) error {
+	return h.readingPayloads(ctx, func() error {
+		for i, it := range page.Items {
+			if it.PayloadSize == 0 || it.PayloadSize > previewScan || len(it.ID) > MaxName {
+				continue
+			}
+			pre, err := q.GetPrefix(ctx, it.ID, previewRead)
+			if errors.Is(err, redisq.ErrNotFound) {
+				continue // gone meanwhile: shown without its payload
+			}
+			if err != nil {
+				return err
+			}
+			if pre.PayloadSize == it.PayloadSize {
+				page.Items[i].Payload = pre.Payload
+			}
+		}
 		return nil
+	})
+}
+
+// readingPayloads runs f holding one of the handler's MaxPayloadReads
+// tokens, waiting for one while ctx lasts.
+func (h *handler) readingPayloads(ctx context.Context, f func() error) error {
+	select {
+	case h.payloads <- struct{}{}:
+	case <-ctx.Done():
+		return errBusy
 	}
-	if sum <= pagePayloadBudget {
-		again, err := q.List(ctx, redisq.StateDead, redisq.ListOptions{Offset: off, Limit: len(page.Items), Payloads: true})
-		if err != nil {
-			return err
-		}
-		*page = again
-		return nil
-	}
-	for i, it := range page.Items {
-		if it.PayloadSize > itemPayloadBudget {
-			continue
-		}
-		full, err := q.Get(ctx, it.ID)
-		if errors.Is(err, redisq.ErrNotFound) {
-			continue // gone meanwhile: shown without its payload
-		}
-		if err != nil {
-			return err
-		}
-		page.Items[i].Payload = full.Payload
-	}
-	return nil
+	defer func() { <-h.payloads }()
+	return f()
 }
 
 // itemRow is an item as the lists and the item page show it.
 type itemRow struct {
 	redisq.Item
-	URL                   string
+	IDShown               string
+	URL                   string // "" when the id is too long to open
 	Due, Enqueued, DiedAt when
 	Lease                 when
 	LeaseExpired, HasLoad bool
@@ -243,8 +353,9 @@ type itemRow struct {
 // previewBytes is how much of a formatted payload a list shows.
 const previewBytes = 300
 
-func (h *handler) itemRow(queue string, it redisq.Item, now time.Time) itemRow {
-	row := itemRow{Item: it, URL: h.itemURL(queue, it.ID), Due: at(it.Due, now), Enqueued: at(it.Enqueued, now)}
+// itemRow formats it, showing up to limit bytes of formatted payload.
+func (h *handler) itemRow(queue string, it redisq.Item, now time.Time, limit int) itemRow {
+	row := itemRow{Item: it, IDShown: shown(it.ID), URL: h.itemURL(queue, it.ID), Due: at(it.Due, now), Enqueued: at(it.Enqueued, now)}
 	if it.State == redisq.StateInFlight {
 		row.Lease = at(it.LeaseDeadline, now)
 		row.LeaseExpired = !it.LeaseDeadline.After(now)
@@ -254,53 +365,54 @@ func (h *handler) itemRow(queue string, it redisq.Item, now time.Time) itemRow {
 	}
 	if it.Payload != nil || it.PayloadSize == 0 {
 		row.HasLoad = true
-		row.Payload = formatPayload(it.Payload, previewBytes)
+		row.Payload = formatPayload(it.Payload, it.PayloadSize, limit)
 	}
+	row.Item.Payload = nil // shown through row.Payload only
 	return row
 }
 
-// itemBytes is how much of a formatted payload the item page shows
-// without ?full=1.
+// itemBytes is how much of a formatted payload the item page shows.
 const itemBytes = 256 << 10
 
 func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	name, id := r.URL.Query().Get("q"), r.URL.Query().Get("id")
-	q, status, err := h.queue(ctx, name)
-	if err != nil {
-		h.fail(w, r, status, "%v", err)
+	if err := checkName("item id", id); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if id == "" {
-		h.fail(w, r, http.StatusBadRequest, "no item id given")
+	q := h.queue(ctx, w, r, name)
+	if q == nil {
 		return
 	}
-	it, err := q.Get(ctx, id)
+	var row itemRow
+	err := h.readingPayloads(ctx, func() error {
+		it, err := q.GetPrefix(ctx, id, ItemPayloadBytes)
+		if err != nil {
+			return err
+		}
+		// GetPrefix does not report Redis TIME; one more round trip reads
+		// it, so that times are relative to the clock the queue runs by.
+		now, err := h.c.Time(ctx).Result()
+		if err != nil {
+			now = time.Now()
+		}
+		row = h.itemRow(name, it, now, itemBytes)
+		return nil
+	})
 	switch {
 	case errors.Is(err, redisq.ErrNotFound):
-		h.fail(w, r, http.StatusNotFound, "no item %q in queue %q (it may have been acked or deleted)", id, name)
+		h.fail(w, r, http.StatusNotFound, "no item %s in queue %s (it may have been acked or deleted)", quoted(id), quoted(name))
 		return
 	case err != nil:
-		h.fail(w, r, http.StatusBadGateway, "reading item %q of queue %q: %v", id, name, err)
+		h.redisFail(w, r, err, fmt.Sprintf("reading item %s of queue %s", quoted(id), quoted(name)))
 		return
 	}
-	limit := itemBytes
-	if r.URL.Query().Get("full") == "1" {
-		limit = -1
-	}
-	// Get does not report Redis TIME; one more round trip reads it, so
-	// that times are relative to the clock the queue runs by.
-	now, err := h.c.Time(ctx).Result()
-	if err != nil {
-		now = time.Now()
-	}
-	row := h.itemRow(name, it, now)
-	row.Payload = formatPayload(it.Payload, limit)
-	l := h.layout(w, r, "Item "+strconv.Quote(id), false)
-	l.Crumbs = append(l.Crumbs, crumb{name, h.queueURL(name)}, crumb{id, ""})
+	l := h.layout(w, r, "Item "+quoted(id), false)
+	l.Crumbs = append(l.Crumbs, crumb{shown(name), h.queueURL(name)}, crumb{shown(id), ""})
 	h.render(w, http.StatusOK, "item", struct {
 		layout
-		Queue   string
-		Item    itemRow
-		FullURL string
-	}{l, name, row, row.URL + "&full=1"})
+		Queue, QueueShown string
+		Item              itemRow
+		ReadMax, ScanMax  int
+	}{l, name, shown(name), row, ItemPayloadBytes, redisq.MaxPrefixScan})
 }

@@ -1,0 +1,203 @@
+package dqweb_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/redis/go-redis/v9"
+)
+
+// sentBytes returns how many bytes Redis has sent to its clients.
+func sentBytes(t testing.TB, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no total_net_output_bytes in INFO")
+	return 0
+}
+
+// bigItems adds to "orders" a dead item "big" with a 10 MiB payload and
+// dead items "mid" (1 MiB of JSON) and "edge" (70 KiB of text).
+func bigItems(t testing.TB, f *fixture) (big, mid []byte) {
+	t.Helper()
+	ctx := context.Background()
+	big = bytes.Repeat([]byte("B"), 10<<20)
+	mid = []byte(`{"rows":[` + strings.Repeat(`{"k":"v"},`, (1<<20)/10-2) + `{"k":"last"}]}`)
+	for _, it := range []struct {
+		id string
+		p  []byte
+	}{{"big", big}, {"mid", mid}, {"edge", bytes.Repeat([]byte("e"), 70<<10)}} {
+		if err := f.q.Enqueue(ctx, it.id, it.p, time.Unix(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+		m, err := f.q.Take(ctx)
+		if err != nil || m.ID != it.id {
+			t.Fatalf("took %v %v, want %s", m, err, it.id)
+		}
+		if _, err := m.DeadLetter(ctx, "too big"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return big, mid
+}
+
+// TestPayloadReadsAreBounded: whatever the payload's size, a page makes
+// Redis send a bounded amount and is itself bounded: a 10 MiB payload is
+// not read at all, a 1 MiB one is read up to ItemPayloadBytes (its start
+// is shown, indented as JSON), and ?full=1 changes nothing.
+func TestPayloadReadsAreBounded(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	_, mid := bigItems(t, f)
+	c := client(t)
+	// What Redis sends, and the page: 64 KiB of payload, shown as at most
+	// 256 KiB of formatted text, which HTML escaping may make longer.
+	const sentBound, pageBound = 128 << 10, 1536 << 10
+	for _, p := range []struct{ url, says string }{
+		{f.itemURL("orders", "big"), "Not shown: at 10485760 bytes"},
+		{f.itemURL("orders", "big") + "&full=1", "dqctl show"},
+		{f.itemURL("orders", "mid"), "Only the start of the payload is shown"},
+		{f.itemURL("orders", "mid") + "&full=1", `&#34;k&#34;: &#34;v&#34;`},
+		{f.queueURL("orders"), `data-id="big"`},
+	} {
+		before := sentBytes(t, f.c)
+		r := get(t, c, p.url)
+		sent := sentBytes(t, f.c) - before
+		if r.status != http.StatusOK || !strings.Contains(r.body, p.says) {
+			t.Errorf("%s: %d, want 200 with %q\n%.3000s", p.url, r.status, p.says, r.body)
+		}
+		if sent > sentBound || len(r.body) > pageBound {
+			t.Errorf("%s: Redis sent %d bytes, page of %d bytes; want under %d and %d", p.url, sent, len(r.body), sentBound, pageBound)
+		}
+	}
+	// The start of mid is shown as indented JSON, as far as it was read.
+	r := get(t, c, f.itemURL("orders", "mid"))
+	if !strings.Contains(r.body, "{\n  &#34;rows&#34;: [\n    {\n      &#34;k&#34;: &#34;v&#34;\n    },") {
+		t.Errorf("the start of the JSON payload is not indented:\n%.500s", r.body)
+	}
+	if len(mid) <= dqweb.ItemPayloadBytes || strings.Contains(r.body, "last") {
+		t.Errorf("the item page shows more than ItemPayloadBytes of a %d byte payload", len(mid))
+	}
+}
+
+// TestPayloadReadsAreLimited: 20 concurrent views of an item run at most
+// MaxPayloadReads payload reads at once (a hook counts the commands that
+// name the item, and holds each for a while so that they overlap).
+func TestPayloadReadsAreLimited(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	bigItems(t, f)
+	hooked := redis.NewClient(f.c.Options())
+	t.Cleanup(func() { _ = hooked.Close() })
+	var mu sync.Mutex
+	var now, most, total int
+	hooked.AddHook(itemHook{id: "mid", enter: func() {
+		mu.Lock()
+		now++
+		total++
+		most = max(most, now)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}, leave: func() {
+		mu.Lock()
+		now--
+		mu.Unlock()
+	}})
+	base := serve(t, hooked, dqweb.Options{Timeout: time.Minute})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			c := client(t)
+			req, _ := http.NewRequest(http.MethodGet, base+"item?q=orders&id=mid", nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("view: %d", resp.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	// (A script's first run may take two commands, EVALSHA then EVAL.)
+	if total < 20 || most > dqweb.MaxPayloadReads {
+		t.Fatalf("%d reads of the item, at most %d at once; want 20 or more, at most %d at once", total, most, dqweb.MaxPayloadReads)
+	}
+}
+
+// itemHook calls enter and leave around every command that names id.
+type itemHook struct {
+	id           string
+	enter, leave func()
+}
+
+func (itemHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h itemHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		for _, a := range cmd.Args() {
+			if s, ok := a.(string); ok && s == h.id {
+				h.enter()
+				defer h.leave()
+				break
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (itemHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestPayloadPreviewsAreBounded: the dead list previews payloads up to
+// 64 KiB only, so a page of large dead items costs Redis little.
+func TestPayloadPreviewsAreBounded(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	bigItems(t, f)
+	ctx := context.Background()
+	for i := range 15 {
+		_ = f.q.Enqueue(ctx, "m"+strconv.Itoa(i), bytes.Repeat([]byte("m"), 1<<20), time.Unix(1, 0))
+	}
+	ms, err := f.q.TakeBatch(ctx, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if _, err := m.DeadLetter(ctx, "big"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := sentBytes(t, f.c)
+	r := get(t, client(t), f.queueURL("orders"))
+	sent := sentBytes(t, f.c) - before
+	if r.status != http.StatusOK || sent > 256<<10 {
+		t.Fatalf("queue page with 18 dead items of 70 KiB to 10 MiB: %d, Redis sent %d bytes", r.status, sent)
+	}
+	if st, _ := f.q.Stats(ctx); st.Dead != 21 {
+		t.Fatalf("%d dead", st.Dead)
+	}
+	// Every dead item of the page is listed, the large ones without a
+	// preview but with a link to their page.
+	if n := strings.Count(r.body, `<article class="deaditem"`); n != 20 {
+		t.Errorf("%d dead items listed, want a page of 20", n)
+	}
+	if !strings.Contains(r.body, "payload of 1048576 bytes: <a class=\"showall\"") {
+		t.Errorf("a 1 MiB dead payload is not offered on its page")
+	}
+}
