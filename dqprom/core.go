@@ -1,6 +1,7 @@
 package dqprom
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -86,25 +87,38 @@ func latenessHistogram(h *delayqueue.Histogram, queue string) prometheus.Metric 
 		cum += per[i]
 		buckets[le.Seconds()] = cum
 	}
-	return prometheus.MustNewConstHistogram(latenessDesc, h.Count, sum, buckets, queue)
+	m, err := prometheus.NewConstHistogram(latenessDesc, h.Count, sum, buckets, queue)
+	if err != nil {
+		return prometheus.NewInvalidMetric(latenessDesc, err)
+	}
+	return m
 }
 
 // QueueCollector is a prometheus.Collector for in-process delay queues
 // (the delayqueue_* metrics). Each scrape calls Stats once per queue. It is
 // safe for concurrent use.
 type QueueCollector struct {
-	queues map[string]StatsSource // immutable after NewQueueCollector
+	queues map[string]StatsSource // immutable after NewQueueCollector: by label
 }
 
-// NewQueueCollector returns a collector for the queues, keyed by the value
-// of their "queue" label. Register it with a prometheus.Registerer.
+// NewQueueCollector returns a collector for the queues, keyed by their
+// names; the "queue" label is QueueLabel(name), so any string will do.
+// Register it with a prometheus.Registerer. It panics on a nil queue, and
+// on two names with one label (names longer than MaxLabelLen bytes that
+// share their first bytes and 64 bits of SHA-256).
 func NewQueueCollector(queues map[string]StatsSource) *QueueCollector {
 	m := make(map[string]StatsSource, len(queues))
+	names := make(map[string]string, len(queues))
 	for k, v := range queues {
 		if v == nil {
-			panic("dqprom: nil queue " + k)
+			panic(fmt.Sprintf("dqprom: nil queue %q", QueueLabel(k)))
 		}
-		m[k] = v
+		l := QueueLabel(k)
+		if other, ok := names[l]; ok {
+			panic(fmt.Sprintf("dqprom: queues of %d and %d bytes have the same label %q", len(other), len(k), l))
+		}
+		names[l] = k
+		m[l] = v
 	}
 	return &QueueCollector{queues: m}
 }
@@ -122,7 +136,7 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 	for name, q := range c.queues {
 		s := q.Stats()
 		for _, m := range coreMetrics {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.val(&s), name)
+			ch <- constMetric(m.desc, m.typ, m.val(&s), name)
 		}
 		ch <- latenessHistogram(&s.Lateness, name)
 	}

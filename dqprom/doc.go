@@ -5,8 +5,9 @@
 // (NewRedisCollector, NewRedisServerCollector). It is a module of its own,
 // so that neither the core nor redisq depends on client_golang.
 //
-// Every metric has a "queue" label; names follow the Prometheus
-// conventions (counters end in _total, durations are in seconds).
+// Every metric but redisq_discovery_error has a "queue" label; names
+// follow the Prometheus conventions (counters end in _total, durations are
+// in seconds).
 //
 // In-process queues (namespace delayqueue):
 //
@@ -22,6 +23,7 @@
 // script, O(log n)) per queue at every scrape:
 //
 //	redisq_up                         gauge    1 if the queue's stats were read at this scrape
+//	redisq_scrape_error{error}        gauge    1 while the queue's stats cannot be read, and why
 //	redisq_items{state}               gauge    items per state: scheduled, inflight, dead
 //	redisq_due_items                  gauge    scheduled items already due (the backlog)
 //	redisq_oldest_overdue_seconds     gauge    how long the earliest due item has waited
@@ -40,4 +42,36 @@
 // The redisq counters and the lateness histogram are kept in Redis, so
 // every process's work is in them, and any one exporter reports the whole
 // queue.
+//
+// # Labels
+//
+// The "queue" label is QueueLabel(name): the name itself when it is
+// printable UTF-8 without a backslash and at most MaxLabelLen (256) bytes;
+// otherwise escaped (ÿ for a byte that is not UTF-8, ‮ for a
+// control or formatting character, \ for a backslash) and, beyond 256
+// bytes, cut and ended with "…\#" and 64 bits of the name's SHA-256. No
+// name can fail or crash a scrape, and two names never share a label (a
+// hash collision, checked at every scrape, leaves the second queue out
+// with a redisq_discovery_error).
+//
+// # Failures
+//
+// A queue whose stats cannot be read (a Redis error such as an ACL user
+// without EVALSHA, a timeout, an unreachable server) reports redisq_up 0
+// and redisq_scrape_error{queue,error} 1 with the error, and the other
+// queues are reported as usual: the scrape succeeds, so alert on
+// redisq_up == 0. A server-wide collector that cannot read the registry
+// of queues fails the scrape (promhttp answers 500 with the reason under
+// HTTPErrorOnError) and reports the queues it knew redisq_up 0; a failed
+// SCAN for unregistered queues only adds redisq_discovery_error{error} 1.
+//
+// # Cost
+//
+// A server-wide collector (NewRedisServerCollector) lists the queues from
+// the registry redisq.RegistryKey (an SSCAN and one EXISTS per queue,
+// pipelined) and SCANs at most WithScanKeys keys per node (default 5000:
+// five SCAN commands) for queues missing from it, going on from where the
+// previous scrape stopped; then one Stats script per queue. None of it
+// grows with the number of keys on the server. Collect calls that overlap
+// share one reading of Redis, so concurrent scrapers do not multiply it.
 package dqprom

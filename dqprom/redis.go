@@ -2,7 +2,10 @@ package dqprom
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -13,7 +16,12 @@ import (
 var (
 	redisUp = queueDesc("redisq_up", "1 if the queue's stats were read at this scrape, else 0.")
 	// redisListErr reports a failed queue discovery (the scrape fails).
-	redisListErr = prometheus.NewDesc("redisq_queues", "Queues found on the server.", nil, nil)
+	redisListErr   = prometheus.NewDesc("redisq_queues", "Queues found on the server.", nil, nil)
+	redisScrapeErr = queueDesc("redisq_scrape_error",
+		"1 for each queue whose stats could not be read at this scrape (redisq_up 0); the error label says why.", "error")
+	redisDiscoveryErr = prometheus.NewDesc("redisq_discovery_error",
+		"1 for each problem in finding the queues that did not fail the scrape; the error label says what.",
+		[]string{"error"}, nil)
 	redisItems   = queueDesc("redisq_items", "Items in each state now.", "state")
 	redisDue     = queueDesc("redisq_due_items", "Scheduled items already due and not yet claimed.")
 	redisOverdue = queueDesc("redisq_oldest_overdue_seconds", "How long the earliest due item has been due (0 if none).")
@@ -47,52 +55,192 @@ var redisCounters = []struct {
 		func(c *redisq.StatsCounters) int64 { return c.Deleted }},
 }
 
+// constMetric is prometheus.NewConstMetric, with an error (a bug: label
+// values are made valid by QueueLabel) turned into an invalid metric
+// rather than a panic.
+func constMetric(desc *prometheus.Desc, typ prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(desc, typ, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(desc, err)
+	}
+	return m
+}
+
 // constHistogram turns a histogram with non-cumulative counts (one more
-// than bounds: the last is above every bound) into a const metric.
+// than bounds: the last is above every bound) into a const metric. Counts
+// come from Redis, where anyone may have written anything: a negative one
+// counts as 0.
 func constHistogram(desc *prometheus.Desc, bounds []time.Duration, counts []int64, sum time.Duration, labels ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(bounds))
 	var cum uint64
 	for i, b := range bounds {
-		cum += uint64(counts[i])
+		cum += uint64(max(counts[i], 0))
 		buckets[b.Seconds()] = cum
 	}
-	cum += uint64(counts[len(bounds)])
-	return prometheus.MustNewConstHistogram(desc, cum, sum.Seconds(), buckets, labels...)
+	cum += uint64(max(counts[len(bounds)], 0))
+	m, err := prometheus.NewConstHistogram(desc, cum, sum.Seconds(), buckets, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(desc, err)
+	}
+	return m
 }
 
-// ScrapeTimeout bounds the Redis work of one scrape of a RedisCollector.
+// ScrapeTimeout is the default bound on the Redis work of one scrape of a
+// RedisCollector (WithTimeout).
 const ScrapeTimeout = 5 * time.Second
+
+// DefaultScanKeys is how many keys, per node, a server-wide collector
+// SCANs at each scrape for queues missing from the registry (WithScanKeys):
+// 5 SCAN commands of 1000 keys, about 1 ms of server time each on the
+// development VM, whatever the size of the keyspace.
+const DefaultScanKeys = 5000
+
+// RedisOption configures a RedisCollector.
+type RedisOption func(*redisConfig)
+
+type redisConfig struct {
+	timeout  time.Duration
+	scanKeys int
+}
+
+// WithTimeout bounds the Redis work of one scrape (default ScrapeTimeout):
+// finding the queues and reading every queue's stats, under one context
+// deadline. The queues not read in time report redisq_up 0 and the error.
+// go-redis checks the deadline before each command; it interrupts one
+// waiting for its reply only if the client has ContextTimeoutEnabled (else
+// the client's ReadTimeout bounds it). It panics if d <= 0.
+func WithTimeout(d time.Duration) RedisOption {
+	if d <= 0 {
+		panic(fmt.Sprintf("dqprom: WithTimeout(%v): the timeout must be positive", d))
+	}
+	return func(c *redisConfig) { c.timeout = d }
+}
+
+// WithScanKeys sets how many keys, on each node, a server-wide collector
+// SCANs at each scrape for queues missing from the registry
+// (redisq.RegistryKey), continuing where the previous scrape stopped
+// (redisq.QueueScanner); default DefaultScanKeys, 0 turns the SCAN off. A
+// server with K keys is gone through in K/n scrapes; a keyspace of fewer
+// than n keys at every scrape. Collectors of given queues ignore it. It
+// panics if n < 0.
+func WithScanKeys(n int) RedisOption {
+	if n < 0 {
+		panic(fmt.Sprintf("dqprom: WithScanKeys(%d): the number of keys must not be negative", n))
+	}
+	return func(c *redisConfig) { c.scanKeys = n }
+}
 
 // RedisCollector is a prometheus.Collector for redisq queues (the redisq_*
 // metrics): a fixed set (NewRedisCollector) or every queue on a server
 // (NewRedisServerCollector). Each scrape reads each queue's Stats (one
-// script call each), within ScrapeTimeout. It is safe for concurrent use.
+// script call each, up to 8 at a time), within a time limit (WithTimeout).
+//
+// Concurrent scrapes share one reading: a Collect that starts while
+// another is reading Redis waits for it and reports what it read, so three
+// scrapers cost Redis what one does.
+//
+// Every queue is labelled by QueueLabel(name), so that no name, however
+// hostile (not UTF-8, control characters, 1 MiB long), can fail or crash a
+// scrape. A queue whose stats cannot be read (a Redis error, a timeout, an
+// ACL user without EVALSHA) reports redisq_up 0 and redisq_scrape_error
+// with the error, and the others are reported as usual. A queue closed by
+// its owner reports redisq_up 0 alone. It is safe for concurrent use.
 type RedisCollector struct {
-	fixed  []*redisq.Queue       // NewRedisCollector
-	client redis.UniversalClient // NewRedisServerCollector
+	cfg     redisConfig
+	fixed   []*target             // NewRedisCollector: one per name, labels unique
+	notes   []string              // NewRedisCollector: problems found in the queues given
+	client  redis.UniversalClient // NewRedisServerCollector
+	scanner *redisq.QueueScanner  // NewRedisServerCollector with a SCAN
 
 	mu     sync.Mutex
-	opened map[string]*redisq.Queue // guarded by mu: discovered queues by name
+	flight *scrape // guarded by mu: the scrape reading Redis now
+	joined int     // guarded by mu: Collect calls that joined another's scrape
+
+	// Used by the scrape reading Redis only (one at a time, handed over
+	// through mu).
+	opened     map[string]*target // server: the queues of the last discovery, by name
+	lastLabels []string           // server: their labels
+}
+
+// scrape is one reading of Redis, shared by the Collect calls that overlap
+// it.
+type scrape struct {
+	done    chan struct{}
+	metrics []prometheus.Metric // set before done is closed
+}
+
+// target is one queue to read.
+type target struct {
+	name, label string
+	q           *redisq.Queue // nil until opened
+}
+
+func newRedisCollector(opts []RedisOption) *RedisCollector {
+	c := &RedisCollector{cfg: redisConfig{timeout: ScrapeTimeout, scanKeys: DefaultScanKeys}}
+	for _, o := range opts {
+		if o == nil {
+			panic("dqprom: nil RedisOption")
+		}
+		o(&c.cfg)
+	}
+	return c
 }
 
 // NewRedisCollector returns a collector for the given queues, labelled by
-// their names. A queue closed later reports redisq_up 0.
+// QueueLabel of their names, with the defaults of the options. A queue
+// given twice is read once; of two Queue values with one name (say, on two
+// servers) the second is left out, with a redisq_discovery_error, as their
+// series would clash: use a collector per server. A queue closed later
+// reports redisq_up 0.
 func NewRedisCollector(queues ...*redisq.Queue) *RedisCollector {
-	return &RedisCollector{fixed: queues}
+	return NewRedisCollectorWithOptions(queues)
+}
+
+// NewRedisCollectorWithOptions is NewRedisCollector with options
+// (WithTimeout). It panics on a nil queue.
+func NewRedisCollectorWithOptions(queues []*redisq.Queue, opts ...RedisOption) *RedisCollector {
+	c := newRedisCollector(opts)
+	seen := map[*redisq.Queue]bool{}
+	var ts []*target
+	for _, q := range queues {
+		if q == nil {
+			panic("dqprom: nil queue")
+		}
+		if !seen[q] {
+			seen[q] = true
+			ts = append(ts, &target{name: q.Name(), label: QueueLabel(q.Name()), q: q})
+		}
+	}
+	c.fixed, c.notes = uniqueLabels(ts)
+	return c
 }
 
 // NewRedisServerCollector returns a collector for every queue on the server
-// that client talks to (every master of a Cluster), found at each scrape by
-// redisq.ListQueues (a SCAN of the keyspace, in pages: for a server with
-// millions of keys, prefer NewRedisCollector with the queues you know).
-// A failed discovery fails the scrape.
-func NewRedisServerCollector(client redis.UniversalClient) *RedisCollector {
-	return &RedisCollector{client: client, opened: map[string]*redisq.Queue{}}
+// that client talks to (every master of a Cluster). At each scrape it
+// lists the registered queues (redisq.ListQueues: its cost grows with the
+// number of queues, not of keys) and SCANs a bounded number of keys for
+// queues missing from the registry (WithScanKeys), which it registers; it
+// opens each queue once (redisq.New, which registers it). A failed listing
+// fails the scrape (an invalid metric, so that promhttp answers 500 with
+// the error under HTTPErrorOnError) and reports the queues of the previous
+// scrape redisq_up 0; a failed SCAN only adds a redisq_discovery_error.
+func NewRedisServerCollector(client redis.UniversalClient, opts ...RedisOption) *RedisCollector {
+	if client == nil {
+		panic("dqprom: nil client")
+	}
+	c := newRedisCollector(opts)
+	c.client = client
+	c.opened = map[string]*target{}
+	if c.cfg.scanKeys > 0 {
+		c.scanner = redisq.NewQueueScanner(client)
+	}
+	return c
 }
 
 // Describe implements prometheus.Collector.
 func (c *RedisCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{redisUp, redisItems, redisDue, redisOverdue, redisLate} {
+	for _, d := range []*prometheus.Desc{redisUp, redisItems, redisDue, redisOverdue, redisLate,
+		redisScrapeErr, redisDiscoveryErr, redisListErr} {
 		ch <- d
 	}
 	for _, m := range redisCounters {
@@ -100,66 +248,148 @@ func (c *RedisCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector.
+// Collect implements prometheus.Collector. It reads Redis, or waits for the
+// Collect that is reading it and reports what that one read.
 func (c *RedisCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
-	defer cancel()
-	queues, err := c.queues(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(redisListErr, err)
-		return
-	}
-	for _, q := range queues {
-		collectQueue(ctx, ch, q)
-	}
-}
-
-func (c *RedisCollector) queues(ctx context.Context) ([]*redisq.Queue, error) {
-	if c.client == nil {
-		return c.fixed, nil
-	}
-	names, err := redisq.ListQueues(ctx, c.client)
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	seen := make(map[string]*redisq.Queue, len(names))
-	qs := make([]*redisq.Queue, 0, len(names))
-	for _, n := range names {
-		q := c.opened[n]
-		if q == nil {
-			// EvictionIgnore: New sends nothing, so this cannot fail on I/O.
-			if q, err = redisq.New(ctx, c.client, n, redisq.WithEvictionCheck(redisq.EvictionIgnore)); err != nil {
-				continue // a name New refuses is not a queue
-			}
-		}
-		seen[n] = q
-		qs = append(qs, q)
+	s := c.flight
+	if s == nil {
+		s = &scrape{done: make(chan struct{})}
+		c.flight = s
+		c.mu.Unlock()
+		func() {
+			defer func() {
+				c.mu.Lock()
+				c.flight = nil
+				c.mu.Unlock()
+				close(s.done)
+			}()
+			s.metrics = c.read()
+		}()
+	} else {
+		c.joined++
+		c.mu.Unlock()
+		<-s.done
 	}
-	c.opened = seen
-	return qs, nil
+	for _, m := range s.metrics {
+		ch <- m
+	}
 }
 
-func collectQueue(ctx context.Context, ch chan<- prometheus.Metric, q *redisq.Queue) {
-	name := q.Name()
-	st, err := q.Stats(ctx)
-	if err != nil {
-		ch <- prometheus.MustNewConstMetric(redisUp, prometheus.GaugeValue, 0, name)
-		return
+// read reads Redis for one scrape and returns its metrics.
+func (c *RedisCollector) read() []prometheus.Metric {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.timeout)
+	defer cancel()
+	ts, notes := c.fixed, c.notes
+	if c.client != nil {
+		var err error
+		ts, notes, err = c.discover(ctx)
+		if err != nil {
+			out := make([]prometheus.Metric, 0, len(c.lastLabels)+1)
+			for _, l := range c.lastLabels {
+				out = append(out, constMetric(redisUp, prometheus.GaugeValue, 0, l))
+			}
+			return append(out, prometheus.NewInvalidMetric(redisListErr, fmt.Errorf("dqprom: finding the queues: %w", err)))
+		}
 	}
-	ch <- prometheus.MustNewConstMetric(redisUp, prometheus.GaugeValue, 1, name)
+	stats := readStats(ctx, c.client, ts)
+	var out []prometheus.Metric
+	for i := range ts {
+		out = queueMetrics(out, ts[i], stats[i])
+	}
+	seen := map[string]bool{}
+	for _, n := range notes {
+		if l := errorLabel(errors.New(n)); !seen[l] {
+			seen[l] = true
+			out = append(out, constMetric(redisDiscoveryErr, prometheus.GaugeValue, 1, l))
+		}
+	}
+	return out
+}
+
+// statsWorkers is how many queues a scrape reads at a time.
+const statsWorkers = 8
+
+type statsResult struct {
+	st  redisq.Stats
+	err error
+}
+
+// readStats reads the stats of every target (opening it first if it is
+// not open), statsWorkers at a time. A server-wide target's q is written
+// here, by the one goroutine reading it.
+func readStats(ctx context.Context, client redis.UniversalClient, ts []*target) []statsResult {
+	res := make([]statsResult, len(ts))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(statsWorkers, len(ts)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ts) {
+					return
+				}
+				res[i] = ts[i].read(ctx, client)
+			}
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// errOpen wraps why New failed on a discovered queue: the error New
+// wrapped, as New's own message holds the name (up to 1 MiB, quoted),
+// which the queue label already says.
+type errOpen struct{ err error }
+
+func (e errOpen) Error() string { return "opening the queue: " + e.err.Error() }
+func (e errOpen) Unwrap() error { return e.err }
+
+// read opens the queue if it is not open (a discovered queue) and reads
+// its stats.
+func (t *target) read(ctx context.Context, client redis.UniversalClient) statsResult {
+	if t.q == nil {
+		// EvictionIgnore: no CONFIG GET, which an exporter has no use for.
+		q, err := redisq.New(ctx, client, t.name, redisq.WithEvictionCheck(redisq.EvictionIgnore))
+		if err != nil {
+			if u := errors.Unwrap(err); u != nil {
+				err = u // what New wrapped with the (long, escaped) name
+			}
+			return statsResult{err: errOpen{err}}
+		}
+		t.q = q
+	}
+	st, err := t.q.Stats(ctx)
+	return statsResult{st, err}
+}
+
+func queueMetrics(out []prometheus.Metric, t *target, r statsResult) []prometheus.Metric {
+	name := t.label
+	if r.err != nil {
+		out = append(out, constMetric(redisUp, prometheus.GaugeValue, 0, name))
+		if !errors.Is(r.err, redisq.ErrClosed) {
+			out = append(out, constMetric(redisScrapeErr, prometheus.GaugeValue, 1, name, errorLabel(r.err)))
+		}
+		return out
+	}
+	st := &r.st
+	out = append(out, constMetric(redisUp, prometheus.GaugeValue, 1, name))
 	for _, s := range []struct {
 		state redisq.State
 		n     int64
 	}{{redisq.StateScheduled, st.Scheduled}, {redisq.StateInFlight, st.InFlight}, {redisq.StateDead, st.Dead}} {
-		ch <- prometheus.MustNewConstMetric(redisItems, prometheus.GaugeValue, float64(s.n), name, s.state.String())
+		out = append(out, constMetric(redisItems, prometheus.GaugeValue, float64(s.n), name, s.state.String()))
 	}
-	ch <- prometheus.MustNewConstMetric(redisDue, prometheus.GaugeValue, float64(st.DueBacklog), name)
-	ch <- prometheus.MustNewConstMetric(redisOverdue, prometheus.GaugeValue, st.OldestOverdue.Seconds(), name)
+	out = append(out, constMetric(redisDue, prometheus.GaugeValue, float64(st.DueBacklog), name))
+	out = append(out, constMetric(redisOverdue, prometheus.GaugeValue, st.OldestOverdue.Seconds(), name))
 	for _, m := range redisCounters {
-		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, float64(m.val(&st.StatsCounters)), name)
+		out = append(out, constMetric(m.desc, prometheus.CounterValue, float64(m.val(&st.StatsCounters)), name))
 	}
 	l := st.Lateness
-	ch <- constHistogram(redisLate, l.Bounds, l.Counts, l.Sum, name)
+	if len(l.Counts) == len(l.Bounds)+1 {
+		out = append(out, constHistogram(redisLate, l.Bounds, l.Counts, l.Sum, name))
+	}
+	return out
 }

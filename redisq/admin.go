@@ -252,5 +252,5 @@ func (q *Queue) Destroy(ctx context.Context) (int64, error) {
 	if err == nil && deleted == 0 {
 		err = ErrNoQueue
 	}
-	return deleted, err
+	return deleted, q.unregister(ctx, err)
 }

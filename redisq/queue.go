@@ -79,7 +79,9 @@ type Queue struct {
 // one round trip under ctx) unless WithEvictionCheck(EvictionIgnore) is given;
 // when CONFIG is unavailable (managed Redis) the check is skipped with a log
 // note. Then it runs one script that upgrades the queue's data if an earlier
-// version stored it (the sequence key's type). It returns an error for bad
+// version stored it (the sequence key's type), and adds name to the
+// registry RegistryKey (one SADD; best effort: a user that may not write
+// still gets its Queue), so that ListQueues finds the queue. It returns an error for bad
 // options, a bad name, (EvictionFail) an evicting server, or a Redis/context
 // error. The caller keeps ownership of client; Close does not close
 // it.
@@ -127,6 +129,7 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 	if _, err := q.run(ctx, scriptMigrate); err != nil {
 		return nil, fmt.Errorf("redisq: upgrading queue %q: %w", name, err)
 	}
+	q.register(ctx)
 	q.closeCtx, q.closeFunc = context.WithCancel(context.Background())
 	q.timer.watch = time.AfterFunc(time.Hour, q.timerDue)
 	q.timer.watch.Stop()
