@@ -716,6 +716,7 @@ type Stats struct {
 	OldestOverdue time.Duration // how long the earliest due item has been due (0 if none; saturated at the Duration maximum)
 	InFlight      int64         // leased items
 	Dead          int64         // dead-lettered items
+	Paused        bool          // no claim leases anything (see Pause)
 	// Counters since the queue was created (Destroy resets them); see
 	// StatsCounters.
 	StatsCounters
@@ -768,6 +769,9 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		}
 	}
 	s.StatsCounters = countersFrom(s.Counters)
+	if f, _ := r[8].([]interface{}); len(f) > 3 && f[3] != nil {
+		s.Paused = true
+	}
 	return s, nil
 }
 
@@ -775,7 +779,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 // (nil before the first item).
 func newItems(v interface{}) int64 {
 	f, _ := v.([]interface{})
-	if len(f) != 3 || f[0] == nil || f[1] == nil {
+	if len(f) < 3 || f[0] == nil || f[1] == nil {
 		return 0
 	}
 	n, s0, r := toInt(f[0]), toInt(f[1]), int64(0)

@@ -35,7 +35,8 @@ var (
 //	KEYS[5] stats  hash of counters (Enqueued and Delivered are derived:
 //	               from seq and from late, so the hot paths skip a write)
 //	KEYS[6] seq    hash: the per-queue sequence of members and lease tokens,
-//	               starting at Redis TIME in microseconds (see next_seq)
+//	               starting at Redis TIME in microseconds (see next_seq),
+//	               and the field "paused" while the queue is paused
 //	KEYS[7] timer  string with a TTL: a consumer is waiting for the next due time
 //	KEYS[8] late   hash: lateness histogram of deliveries (see stats.go)
 //
@@ -296,6 +297,9 @@ if ack_one(ARGV[10], ARGV[11], now) == 0 then return {now, -2, 0} end
 // luaClaim is the body of the claim scripts, after now and frac are set
 // from Redis TIME (see now_ms).
 var luaClaim = `
+-- A paused queue (see Pause) leases nothing and takes no timer: its
+-- consumers wait on the marker, which Resume rings.
+if redis.call('HEXISTS', KEYS[6], 'paused') == 1 then return {now, -1, 0} end
 local mp = ARGV[1]
 local n = math.min(tonumber(ARGV[2]), ` + scriptBatchLua + `)
 local rearm = false
@@ -564,7 +568,7 @@ local out = {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-
   redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
 out[7] = redis.call('HGETALL', KEYS[5])
 out[8] = redis.call('HGETALL', KEYS[8])
-out[9] = redis.call('HMGET', KEYS[6], 'n', 's0', 'r')
+out[9] = redis.call('HMGET', KEYS[6], 'n', 's0', 'r', 'paused')
 return out
 `)
 
