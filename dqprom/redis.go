@@ -220,7 +220,7 @@ func NewRedisCollectorWithOptions(queues []*redisq.Queue, opts ...RedisOption) *
 // lists the registered queues (redisq.ListQueues: its cost grows with the
 // number of queues, not of keys) and SCANs a bounded number of keys for
 // queues missing from the registry (WithScanKeys), which it registers; it
-// opens each queue once (redisq.New, which registers it). A failed listing
+// opens each queue once (redisq.New, WithoutRegistry). A failed listing
 // fails the scrape (an invalid metric, so that promhttp answers 500 with
 // the error under HTTPErrorOnError) and reports the queues of the previous
 // scrape redisq_up 0; a failed SCAN only adds a redisq_discovery_error.
@@ -352,7 +352,7 @@ func (e errOpen) Unwrap() error { return e.err }
 func (t *target) read(ctx context.Context, client redis.UniversalClient) statsResult {
 	if t.q == nil {
 		// EvictionIgnore: no CONFIG GET, which an exporter has no use for.
-		q, err := redisq.New(ctx, client, t.name, redisq.WithEvictionCheck(redisq.EvictionIgnore))
+		q, err := redisq.New(ctx, client, t.name, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
 		if err != nil {
 			if u := errors.Unwrap(err); u != nil {
 				err = u // what New wrapped with the (long, escaped) name

@@ -31,6 +31,7 @@ type options struct {
 	waitClient   redis.UniversalClient
 	eviction     EvictionCheck
 	logger       *slog.Logger
+	noRegistry   bool
 }
 
 func defaultOptions() options {
@@ -147,4 +148,12 @@ func WithLogger(l *slog.Logger) Option {
 		o.logger = l
 		return nil
 	}
+}
+
+// WithoutRegistry makes New leave the registry (RegistryKey) alone. Tools
+// that open a queue by a name a user typed (dqctl, the dashboard, an
+// exporter) use it, so that a mistyped or hostile name is not added to the
+// registry; producers and consumers register their queues (the default).
+func WithoutRegistry() Option {
+	return func(o *options) error { o.noRegistry = true; return nil }
 }

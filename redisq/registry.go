@@ -45,6 +45,9 @@ func validName(name string) bool { return name != "" && !strings.ContainsAny(nam
 // queues; the queue is then found by ScanQueues and QueueScanner, and
 // listed by ListQueues once any process that may write calls New on it.
 func (q *Queue) register(ctx context.Context) {
+	if q.opt.noRegistry {
+		return
+	}
 	if err := q.client.SAdd(ctx, RegistryKey, q.name).Err(); err != nil {
 		q.opt.logger.Debug("redisq: queue not added to the registry", "key", RegistryKey, "err", err)
 	}

@@ -93,6 +93,12 @@ func TestRegistry(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"*", "a", "b", "idle"}, registryMembers(t, c))
+	// A tool opening a name a user typed leaves the registry alone.
+	typo := newQueue(t, c, "typo", WithoutRegistry())
+	ok, err := typo.Exists(ctx)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, []string{"*", "a", "b", "idle"}, registryMembers(t, c))
 	// Members redisq would never write are not queues.
 	require.NoError(t, c.SAdd(ctx, RegistryKey, "", "x{y}", "{").Err())
 	got, err := ListQueues(ctx, c)

@@ -140,9 +140,12 @@ func (e *env) printf(format string, a ...any) { fmt.Fprintf(e.stdout, format, a.
 // queue opens the queue named by args[0] and checks that it exists.
 func (e *env) queue() (*redisq.Queue, error) {
 	name := e.args[0]
-	q, err := redisq.New(e.ctx, e.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore))
-	if err != nil {
+	if name == "" || strings.ContainsAny(name, "{}") {
 		return nil, usageErr("bad queue name %s: names are non-empty and hold no '{' or '}'", quote(name))
+	}
+	q, err := redisq.New(e.ctx, e.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
+	if err != nil {
+		return nil, err
 	}
 	ok, err := q.Exists(e.ctx)
 	if err != nil {

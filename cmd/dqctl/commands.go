@@ -76,7 +76,7 @@ func cmdQueues(e *env) error {
 	}
 	infos := make([]queueInfo, 0, len(names))
 	for _, n := range names {
-		q, err := redisq.New(e.ctx, e.c, n, redisq.WithEvictionCheck(redisq.EvictionIgnore))
+		q, err := redisq.New(e.ctx, e.c, n, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
 		if err != nil {
 			continue
 		}

@@ -105,7 +105,7 @@ func (h *handler) failStatus(w http.ResponseWriter, r *http.Request, status int,
 
 // open opens queue name without checking that it exists.
 func (h *handler) open(ctx context.Context, name string) (*redisq.Queue, error) {
-	return redisq.New(ctx, h.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore))
+	return redisq.New(ctx, h.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
 }
 
 // queue opens the queue name and checks that it exists; on failure it
