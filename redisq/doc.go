@@ -81,8 +81,11 @@
 // Schedule change one item atomically; RequeueAllDead, DeleteAllDead and
 // Purge work in atomic batches of 200 items; Destroy removes the
 // items in such batches and then every other key of the queue, found by
-// SCAN. Every step keeps the invariants Audit checks. ListQueues finds the
-// queues on a server (or on every master of a Cluster) by SCAN.
+// SCAN. Every step keeps the invariants Audit checks. ListQueues lists the
+// registered queues (the set {dq}:queues, which New fills) that have data,
+// at a cost that grows with the number of queues, not keys; ScanQueues
+// finds every queue by SCANning the whole keyspace, and a QueueScanner does
+// the same a bounded number of keys per call and registers what it finds.
 //
 // # Waiting without polling
 //
