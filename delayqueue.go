@@ -10,7 +10,9 @@
 // while nothing is due, and allocates nothing per operation in steady state.
 //
 // Keyed is the same queue with items identified by keys instead of handles:
-// schedule (upsert), add (dedupe), reschedule and cancel by key.
+// schedule (upsert), add (dedupe), reschedule and cancel by key; a key can
+// recur on a Schedule (Every, a cron schedule), its next occurrence queued
+// as each is handed out.
 package delayqueue
 
 import (
@@ -62,7 +64,7 @@ type Stats struct {
 	Len         int    // items queued now
 	Waiting     int    // goroutines blocked in Take/TakeBatch now (takers only)
 	BlockedPuts int    // goroutines blocked in Put now, waiting for room
-	Offered     uint64 // items accepted by Offer/OfferAfter/Put (Keyed: inserted by Schedule/Add/Put)
+	Offered     uint64 // items accepted by Offer/OfferAfter/Put (Keyed: keys inserted, plus each next occurrence queued for a recurring key)
 	Taken       uint64 // items handed out by Take/TakeBatch/Poll/DrainExpired
 	Removed     uint64 // items removed by Remove (Keyed: Cancel)
 	Drained     uint64 // items returned by Drain, DrainEntries or Shutdown
@@ -110,7 +112,11 @@ type Queue[T any] struct {
 	// stopping: Shutdown has begun. Offers fail with ErrClosed while takers
 	// keep taking; Shutdown waits on putters (no Put is blocked then).
 	stopping bool
-	leader   *waiter // the taker responsible for the head; nil if none
+	// recurring: recur is set. The hand-outs test this flag, which sits in
+	// the padding of a cache line they touch anyway, not recur, which sits
+	// past the lateness counts.
+	recurring bool
+	leader    *waiter // the taker responsible for the head; nil if none
 	// leaderAsleep: the leader armed the timer and is waiting on it, or has
 	// just woken and not yet relocked mu. While it is set, a head change
 	// must re-arm the timer (rearmLocked), since the leader will not look.
@@ -130,7 +136,22 @@ type Queue[T any] struct {
 	wakeups     uint64
 	blockedPuts int
 	lateness    lateness
+	// recur, if set, sees every due head that a hand-out (Take, TakeBatch,
+	// Poll, DrainExpired) is about to take, and may keep it queued, moved
+	// to a later deadline; see handOutLocked. Keyed sets it (and
+	// recurring) while it holds recurring keys, so a Queue, or a Keyed
+	// without them, pays one predictable branch per hand-out.
+	recur func(first bool) (v T, how recurAction, fail string)
 }
+
+// recurAction is what Queue.recur decided for the head.
+type recurAction uint8
+
+const (
+	recurPop  recurAction = iota // hand the head out: it leaves the queue
+	recurKeep                    // hand out the returned copy: the head stays, moved to its next deadline
+	recurStop                    // hand out nothing: the hook failed (fail says why)
+)
 
 // New returns an empty, open queue configured by opts.
 func New[T any](opts ...Option) *Queue[T] {
@@ -309,6 +330,12 @@ func (q *Queue[T]) awaitLeaveLocked(ctx context.Context, w *waiter) error {
 // the item is either returned with a nil error or left in the queue: never
 // lost, never duplicated.
 func (q *Queue[T]) Take(ctx context.Context) (T, error) {
+	return q.take(ctx, nil)
+}
+
+// take is Take; seen, if not nil, is shown the head it hands out, under the
+// lock, before it leaves (or moves: see recur).
+func (q *Queue[T]) take(ctx context.Context, seen func(h *node[T])) (T, error) {
 	q.mustNew()
 	var zero T
 	if err := ctx.Err(); err != nil {
@@ -323,7 +350,20 @@ func (q *Queue[T]) Take(ctx context.Context) (T, error) {
 	var w *waiter
 	for {
 		if !q.closed && q.headDueLocked() {
-			v := q.takeHeadLocked()
+			if seen != nil {
+				seen(q.heap.head())
+			}
+			var v T
+			if !q.recurring {
+				v = q.takeHeadLocked()
+			} else {
+				var fail string
+				if v, fail = q.handOutLocked(true); fail != "" {
+					q.leaveLocked(w)
+					q.mu.Unlock()
+					panic(fail)
+				}
+			}
 			q.taken++
 			// Leave first: if w led, it hands off to a follower, who arms
 			// for the new head itself; otherwise a sleeping leader is
@@ -371,9 +411,17 @@ func (q *Queue[T]) TakeBatch(ctx context.Context, dst []T, max int) ([]T, error)
 	var w *waiter
 	for {
 		if !q.closed && q.headDueLocked() {
-			dst = q.popDueLocked(dst, max)
+			var fail string
+			if !q.recurring {
+				dst = q.popDueLocked(dst, max)
+			} else {
+				dst, fail = q.popDueRecurLocked(dst, max)
+			}
 			q.leaveLocked(w)
 			q.mu.Unlock()
+			if fail != "" {
+				panic(fail)
+			}
 			return dst, nil
 		}
 		if err := q.waitTakeLocked(ctx, &w); err != nil {
@@ -401,6 +449,55 @@ func (q *Queue[T]) popDueLocked(dst []T, max int) []T {
 	return dst
 }
 
+// popDueRecurLocked is popDueLocked for a queue with a recur hook. It hands
+// out only items due by the reading it starts with: a recurring key's next
+// occurrence, queued during the batch, waits for the next call even if it
+// falls due meanwhile, so that a batch ends however short the period. If
+// the hook fails on the first item, it hands out nothing and returns why;
+// on a later item, it ends the batch before that item, whose hand-out is
+// then first in the next call.
+func (q *Queue[T]) popDueRecurLocked(dst []T, max int) ([]T, string) {
+	now := q.readClockLocked()
+	n := 0
+	for (max <= 0 || n < max) && q.heap.len() > 0 && q.heap.head().at <= now {
+		v, fail := q.handOutLocked(n == 0)
+		if fail != "" {
+			if n == 0 {
+				return dst, fail
+			}
+			break
+		}
+		dst = append(dst, v)
+		n++
+	}
+	if n > 0 {
+		q.taken += uint64(n)
+		q.rearmLocked()
+		q.spaceFreedLocked(n)
+	}
+	return dst, ""
+}
+
+// handOutLocked is takeHeadLocked for a queue with a recur hook: the hook
+// may keep the due head queued, moved to a later deadline, and hand out a
+// copy of its value. If the hook fails, nothing is handed out or recorded
+// and fail says why: the caller releases the lock and panics with it.
+func (q *Queue[T]) handOutLocked(first bool) (v T, fail string) {
+	if !q.recurring { // the hook removed itself during this batch
+		return q.takeHeadLocked(), ""
+	}
+	at := q.heap.head().at
+	v, how, fail := q.recur(first)
+	switch how {
+	case recurStop:
+		return v, fail
+	case recurPop:
+		v = q.heap.pop()
+	}
+	q.lateness.record(uint64(q.lastNow) - uint64(at))
+	return v, ""
+}
+
 // Poll removes and returns the head if it is due. It never blocks.
 func (q *Queue[T]) Poll() (T, bool) {
 	q.mustNew()
@@ -409,6 +506,9 @@ func (q *Queue[T]) Poll() (T, bool) {
 		q.mu.Unlock()
 		var zero T
 		return zero, false
+	}
+	if q.recurring {
+		return q.pollRecurLocked()
 	}
 	// takeHeadLocked written out: Poll is the hot path, and the call (too
 	// big to inline) cost more than the recording itself.
@@ -421,11 +521,35 @@ func (q *Queue[T]) Poll() (T, bool) {
 	return v, true
 }
 
+// pollRecurLocked is the rest of Poll, the head being due, for a queue with
+// a recur hook. It releases the lock.
+func (q *Queue[T]) pollRecurLocked() (T, bool) {
+	v, fail := q.handOutLocked(true)
+	if fail != "" {
+		q.mu.Unlock()
+		panic(fail)
+	}
+	q.taken++
+	q.rearmLocked()
+	q.spaceFreedLocked(1)
+	q.mu.Unlock()
+	return v, true
+}
+
 // DrainExpired appends up to max due items (all due items if max <= 0) to
 // dst in delivery order and returns the extended slice. It never blocks.
 func (q *Queue[T]) DrainExpired(dst []T, max int) []T {
 	q.mustNew()
 	q.mu.Lock()
+	if q.recurring {
+		var fail string
+		dst, fail = q.popDueRecurLocked(dst, max)
+		q.mu.Unlock()
+		if fail != "" {
+			panic(fail)
+		}
+		return dst
+	}
 	dst = q.popDueLocked(dst, max)
 	q.mu.Unlock()
 	return dst

@@ -36,18 +36,29 @@ func (q *Queue[T]) deadlineOf(at int64) time.Time { return q.base.Add(time.Durat
 // O(n log n) outside it.
 func (q *Queue[T]) Snapshot() []Entry[T] {
 	q.mustNew()
-	q.mu.Lock()
-	nodes := slices.Clone(q.heap.nodes)
-	q.mu.Unlock()
+	nodes := q.snapshotNodes(nil)
 	if len(nodes) == 0 {
 		return nil
 	}
-	slices.SortFunc(nodes, compareNodes[T])
 	out := make([]Entry[T], len(nodes))
 	for i := range nodes {
 		out[i] = Entry[T]{Value: nodes[i].v, Deadline: q.deadlineOf(nodes[i].at)}
 	}
 	return out
+}
+
+// snapshotNodes copies the queued nodes under the lock, calling locked (if
+// not nil) in the same critical section, and sorts them into delivery order
+// outside it.
+func (q *Queue[T]) snapshotNodes(locked func()) []node[T] {
+	q.mu.Lock()
+	nodes := slices.Clone(q.heap.nodes)
+	if locked != nil {
+		locked()
+	}
+	q.mu.Unlock()
+	slices.SortFunc(nodes, compareNodes[T])
+	return nodes
 }
 
 // DrainEntries is Drain returning each value with its deadline: it removes

@@ -50,9 +50,10 @@ type heap[T any] struct {
 	freeSlot uint32 // head of the free slot list, noSlot if none
 	nextSeq  uint32 // seq for the next push or fix
 	inited   bool
-	// onRemove, if set, sees every value as it leaves the heap, whichever
-	// way it leaves; Keyed uses it to drop the value's key in step.
-	onRemove func(v *T)
+	// onRemove, if set, sees every node as it leaves the heap, whichever
+	// way it leaves; Keyed uses it to drop the value's key (and recurring
+	// schedule) in step.
+	onRemove func(n *node[T])
 }
 
 func (h *heap[T]) len() int { return len(h.nodes) }
@@ -163,7 +164,7 @@ func (h *heap[T]) lookup(slot, gen uint32) int {
 func (h *heap[T]) removeAt(i int) T {
 	n := len(h.nodes) - 1
 	if h.onRemove != nil {
-		h.onRemove(&h.nodes[i].v)
+		h.onRemove(&h.nodes[i])
 	}
 	v := h.nodes[i].v
 	h.freeSlotOf(h.nodes[i].slot)

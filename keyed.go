@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"slices"
 	"time"
 )
 
@@ -15,11 +16,26 @@ type Item[K comparable, V any] struct {
 }
 
 // KeyedEntry is a queued key with its value and deadline, as Keyed's
-// Snapshot, DrainEntries and Shutdown return them. Deadline is as in Entry.
+// Snapshot, DrainEntries and Shutdown return them, and as TakeEntry hands
+// one out. Deadline is as in Entry; for a recurring key it is the time of
+// the occurrence queued (or handed out). Restore queues an entry again.
+//
+// Schedule and CatchUp are a recurring key's schedule and CatchUp option
+// (nil and 0 for other keys), so that Restore resumes the series where it
+// was. A Schedule is an interface value: encoding/json writes an Interval
+// but cannot read it back into the interface, and cannot encode a
+// ScheduleFunc at all. To save recurring keys across a restart, save your
+// own record of each one's schedule (its cron spec, an Interval's Period
+// and Phase, or just which of your program's schedules it is) next to the
+// entry, and set Schedule from it before Restore (see ExampleKeyed_Restore).
+// Both fields are omitted from JSON when unset, so one-shot entries encode
+// as before.
 type KeyedEntry[K comparable, V any] struct {
 	Key      K
 	Value    V
 	Deadline time.Time
+	Schedule Schedule `json:",omitempty"`
+	CatchUp  int      `json:",omitempty"`
 }
 
 // Keyed is a delay queue of values of type V identified by keys of type K:
@@ -35,6 +51,11 @@ type KeyedEntry[K comparable, V any] struct {
 // absent and Schedule inserts it anew. A key is in the index exactly while
 // its item is queued, so the index never outgrows the queue.
 //
+// A key can be recurring (ScheduleRecurring): handing out one occurrence
+// queues the next under the same lock, so a recurring key is never absent
+// between occurrences, and Cancel, Reschedule, Get and Schedule right after
+// a Take find its next occurrence.
+//
 // A Keyed must be created with NewKeyed; its methods panic on the zero
 // Keyed. It is safe for concurrent use by multiple goroutines.
 type Keyed[K comparable, V any] struct {
@@ -48,6 +69,13 @@ type Keyed[K comparable, V any] struct {
 	// checkKeys: K can hold a key that breaks a map index (a NaN, or behind
 	// an interface an uncomparable type); see keyFor.
 	checkKeys bool
+	// rec holds the series of each recurring key by its heap slot (nil for
+	// other slots; it grows only as far as recurring keys' slots), and
+	// nrec counts the series; guarded by q.mu. A recurring key keeps its
+	// node, and so its slot, from one occurrence to the next; heap.onRemove
+	// drops the series whenever the node leaves. See recurring.go.
+	rec  []*series
+	nrec int
 }
 
 // NewKeyed returns an empty, open keyed queue configured by opts, which
@@ -60,7 +88,12 @@ func NewKeyed[K comparable, V any](opts ...Option) *Keyed[K, V] {
 		putting:   make(map[*waiter]K),
 		checkKeys: keyNeedsCheck(reflect.TypeFor[K]()),
 	}
-	k.q.heap.onRemove = func(it *Item[K, V]) { delete(k.keys, it.Key) }
+	k.q.heap.onRemove = func(n *node[Item[K, V]]) {
+		delete(k.keys, n.v.Key)
+		if k.nrec > 0 {
+			k.dropSeriesLocked(n.slot)
+		}
+	}
 	return k
 }
 
@@ -120,9 +153,10 @@ func keyNeedsCheck(t reflect.Type) bool {
 // Schedule queues v under key with deadline at. If key is already queued it
 // replaces the item's value and deadline (for equal deadlines the item
 // counts as newly scheduled) and returns replaced == true; otherwise it
-// inserts the item. It never blocks. It returns ErrClosed after Close or
-// Shutdown, and ErrFull if it would insert into a bounded queue that is
-// full; replacing never fails with ErrFull.
+// inserts the item. A recurring key replaced by Schedule (or Put) becomes
+// a one-shot item: its series ends. It never blocks. It returns ErrClosed
+// after Close or Shutdown, and ErrFull if it would insert into a bounded
+// queue that is full; replacing never fails with ErrFull.
 // The complexity is O(log n) where n = k.Len().
 func (k *Keyed[K, V]) Schedule(key K, v V, at time.Time) (replaced bool, err error) {
 	q := k.queueFor(key)
@@ -186,6 +220,9 @@ func (k *Keyed[K, V]) upsertLocked(key K, v V, t int64, replace bool) (found boo
 	}
 	if slot, ok := k.keys[key]; ok {
 		if replace {
+			if k.nrec > 0 {
+				k.dropSeriesLocked(slot) // a one-shot item replaces a series
+			}
 			i := int(q.heap.slots[slot].pos)
 			q.heap.nodes[i].v.Value = v
 			q.rescheduleLocked(i, t)
@@ -225,7 +262,8 @@ func (k *Keyed[K, V]) indexLocked(key K) int {
 }
 
 // Cancel removes key's item and returns its value. It returns false if key
-// is not queued. It wakes no blocked taker.
+// is not queued. It wakes no blocked taker. Cancelling a recurring key
+// ends its series.
 // The complexity is O(log n) where n = k.Len().
 func (k *Keyed[K, V]) Cancel(key K) (V, bool) {
 	q := k.queueFor(key)
@@ -242,7 +280,8 @@ func (k *Keyed[K, V]) Cancel(key K) (V, bool) {
 // Reschedule gives key's item the deadline at, keeping its value; for ties
 // it counts as newly scheduled. It returns false if key is not queued. It
 // wakes a blocked taker only if the item becomes a head earlier than the
-// old one.
+// old one. For a recurring key it moves the occurrence queued, and the
+// series goes on from it.
 // The complexity is O(log n) where n = k.Len().
 func (k *Keyed[K, V]) Reschedule(key K, at time.Time) bool {
 	q := k.queueFor(key)
@@ -258,7 +297,8 @@ func (k *Keyed[K, V]) Reschedule(key K, at time.Time) bool {
 }
 
 // Get returns key's value and deadline (as Peek returns a deadline), or
-// ok == false if key is not queued.
+// ok == false if key is not queued. For a recurring key the deadline is
+// the occurrence queued: right after a hand-out, the next one.
 func (k *Keyed[K, V]) Get(key K) (v V, at time.Time, ok bool) {
 	q := k.queueFor(key)
 	q.mu.Lock()
@@ -287,10 +327,37 @@ func (k *Keyed[K, V]) Contains(key K) bool {
 }
 
 // Take removes the head once it is due, blocking until then, and returns
-// its key and value. Errors are as for Queue.Take.
+// its key and value. Errors are as for Queue.Take. The head can be an
+// occurrence of a recurring key: the key then stays queued for its next
+// occurrence (see ScheduleRecurring); TakeEntry also tells which
+// occurrence it was. All the methods that hand items out (Take, TakeEntry,
+// TakeBatch, Poll, DrainExpired, Consume) treat recurring keys alike.
 func (k *Keyed[K, V]) Take(ctx context.Context) (K, V, error) {
 	it, err := k.queue().Take(ctx)
 	return it.Key, it.Value, err
+}
+
+// TakeEntry is Take returning the item's deadline too, and for an
+// occurrence of a recurring key its Schedule and CatchUp: Deadline is
+// then the time of the occurrence handed out, which a consumer can use to
+// tell occurrences apart (say, as the day of a daily digest) or to see how
+// many it missed. It allocates nothing.
+func (k *Keyed[K, V]) TakeEntry(ctx context.Context) (KeyedEntry[K, V], error) {
+	q := k.queue()
+	var e KeyedEntry[K, V]
+	it, err := q.take(ctx, func(h *node[Item[K, V]]) {
+		e.Deadline = q.deadlineOf(h.at)
+		if k.nrec > 0 {
+			if s := k.seriesLocked(h.slot); s != nil {
+				e.Schedule, e.CatchUp = s.sched, s.catchUp
+			}
+		}
+	})
+	if err != nil {
+		return KeyedEntry[K, V]{}, err
+	}
+	e.Key, e.Value = it.Key, it.Value
+	return e, nil
 }
 
 // TakeBatch is Queue.TakeBatch: it blocks until at least one item is due,
@@ -344,35 +411,75 @@ func (k *Keyed[K, V]) Stats() Stats { return k.queue().Stats() }
 func (k *Keyed[K, V]) Close() { k.queue().Close() }
 
 // Drain removes and returns every item, due or not, in delivery order; see
-// DrainEntries for their deadlines too.
+// DrainEntries for their deadlines (and recurring keys' schedules) too.
+// Recurring keys' series end.
 func (k *Keyed[K, V]) Drain() []Item[K, V] { return k.queue().Drain() }
 
-// DrainEntries removes and returns every item with its deadline, in
-// delivery order; nil if the queue is empty.
+// DrainEntries removes and returns every item with its deadline (and a
+// recurring key's schedule), in delivery order; nil if the queue is empty.
+// The recurring keys' series end here: Restore the entries to resume them.
 func (k *Keyed[K, V]) DrainEntries() []KeyedEntry[K, V] {
-	return keyedEntries(k.queue().DrainEntries())
+	q := k.queue()
+	q.mu.Lock()
+	recs := k.seriesByKeyLocked()
+	es := q.drainEntriesLocked()
+	q.mu.Unlock()
+	return keyedEntries(es, recs)
 }
 
-// Snapshot returns every queued item with its deadline, in delivery order,
-// without removing anything; see Queue.Snapshot.
+// Snapshot returns every queued item with its deadline (and a recurring
+// key's schedule), in delivery order, without removing anything; see
+// Queue.Snapshot. Restoring the entries with Restore, in this order, into
+// an empty Keyed rebuilds the same schedule, recurring keys included.
 func (k *Keyed[K, V]) Snapshot() []KeyedEntry[K, V] {
-	return keyedEntries(k.queue().Snapshot())
+	q := k.queue()
+	var rec []*series
+	nodes := q.snapshotNodes(func() {
+		if k.nrec > 0 {
+			rec = slices.Clone(k.rec)
+		}
+	})
+	if len(nodes) == 0 {
+		return nil
+	}
+	out := make([]KeyedEntry[K, V], len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		out[i] = KeyedEntry[K, V]{Key: n.v.Key, Value: n.v.Value, Deadline: q.deadlineOf(n.at)}
+		if int(n.slot) < len(rec) {
+			if s := rec[n.slot]; s != nil {
+				out[i].Schedule, out[i].CatchUp = s.sched, s.catchUp
+			}
+		}
+	}
+	return out
 }
 
 // Shutdown stops new keys and replacements, lets takers finish what is
 // due, then closes the queue and returns what is left; see Queue.Shutdown.
+// Takers keep getting recurring keys' occurrences as they fall due, each
+// queuing the next, so the entries returned hold every recurring key with
+// its next occurrence and schedule, for Restore on the next start.
 func (k *Keyed[K, V]) Shutdown(ctx context.Context) ([]KeyedEntry[K, V], error) {
-	rest, err := k.queue().Shutdown(ctx)
-	return keyedEntries(rest), err
+	var recs map[K]*series
+	rest, err := k.queue().shutdown(ctx, func() { recs = k.seriesByKeyLocked() })
+	return keyedEntries(rest, recs), err
 }
 
-func keyedEntries[K comparable, V any](es []Entry[Item[K, V]]) []KeyedEntry[K, V] {
+// keyedEntries turns drained entries into KeyedEntries, with the series of
+// the recurring keys among them from recs (nil if none).
+func keyedEntries[K comparable, V any](es []Entry[Item[K, V]], recs map[K]*series) []KeyedEntry[K, V] {
 	if es == nil {
 		return nil
 	}
 	out := make([]KeyedEntry[K, V], len(es))
 	for i, e := range es {
 		out[i] = KeyedEntry[K, V]{Key: e.Value.Key, Value: e.Value.Value, Deadline: e.Deadline}
+		if recs != nil {
+			if s := recs[e.Value.Key]; s != nil {
+				out[i].Schedule, out[i].CatchUp = s.sched, s.catchUp
+			}
+		}
 	}
 	return out
 }

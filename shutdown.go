@@ -26,6 +26,12 @@ import "context"
 // Remove, Reschedule, Peek, Len and Stats keep working
 // throughout.
 func (q *Queue[T]) Shutdown(ctx context.Context) ([]Entry[T], error) {
+	return q.shutdown(ctx, nil)
+}
+
+// shutdown is Shutdown; beforeDrain, if not nil, is called under the lock
+// right before the rest is drained (Keyed notes its recurring schedules).
+func (q *Queue[T]) shutdown(ctx context.Context, beforeDrain func()) ([]Entry[T], error) {
 	q.mustNew()
 	q.mu.Lock()
 	if !q.stopping {
@@ -43,6 +49,9 @@ func (q *Queue[T]) Shutdown(ctx context.Context) ([]Entry[T], error) {
 		if err = q.awaitLeaveLocked(ctx, q.getWaiterLocked()); err != nil {
 			break
 		}
+	}
+	if beforeDrain != nil {
+		beforeDrain()
 	}
 	rest := q.drainEntriesLocked()
 	q.mu.Unlock()
