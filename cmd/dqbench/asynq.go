@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,7 +73,7 @@ func (r *redisRun) asynqBacklog() ([]Result, error) {
 	n := o.redisItems
 	res := Result{Name: "asynq/backlog", Kind: "queue", Mode: "backlog", Items: n, HeapPerItem: -1}
 	queue := r.asynqQueue("backlog")
-	rc, cl := r.asynqClients()
+	rc, _ := r.asynqClients()
 	defer rc.Close()
 	var offered, delivered atomic.Int64
 	start := time.Now()
@@ -82,32 +81,21 @@ func (r *redisRun) asynqBacklog() ([]Result, error) {
 	defer stopProgress()
 	cpu0, s0 := cpuTime(), snapServer(r.ctx, r.c)
 
-	var next atomic.Int64
-	var errs atomic.Value
-	var wg sync.WaitGroup
-	for range o.backlogProducers() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for errs.Load() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if _, err := cl.EnqueueContext(r.ctx, asynqTask(o, i), asynq.Queue(queue), asynq.TaskID(strconv.Itoa(i))); err != nil {
-					errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
-					return
-				}
-				offered.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
+	// The producers' loop and client as a program writes them: its own
+	// client with asynq's defaults, one Enqueue after the other (asynq
+	// makes the task ID).
+	pcl := asynq.NewClient(asynq.RedisClientOpt{Addr: o.redisAddr})
+	defer pcl.Close()
+	err := produceAll(o.backlogProducers(), n, 1, func(i, _ int) error {
+		_, err := pcl.EnqueueContext(r.ctx, asynqTask(o, i), asynq.Queue(queue))
+		return err
+	}, &offered)
 	el := time.Since(start)
 	res.OfferSeconds = el.Seconds()
 	res.OfferRate = float64(offered.Load()) / el.Seconds()
 	s1 := snapServer(r.ctx, r.c)
-	if err, _ := errs.Load().(error); err != nil {
+	if err != nil {
+		err = fmt.Errorf("enqueue: %w", err)
 		res.Note = err.Error()
 		return []Result{res}, err
 	}
@@ -148,7 +136,7 @@ func (r *redisRun) asynqBacklog() ([]Result, error) {
 	if n > 0 {
 		res.CPUPerItemNs = res.CPUSeconds * 1e9 / float64(n)
 	}
-	res.Note = joinNote(res.Note, fmt.Sprintf("offer/s = Client.Enqueue by %d producers (%v), deliver/s = handled and done by a server with Concurrency %d (%v); CPU: this process's, per item",
+	res.Note = joinNote(res.Note, fmt.Sprintf("offer/s = Client.Enqueue by %d producers, each its own loop, on asynq.NewClient (%v), deliver/s = handled and done by a server with Concurrency %d (%v); CPU: this process's, per item",
 		o.backlogProducers(), el.Round(time.Millisecond), o.consumers, drain.Round(time.Millisecond)))
 	res.setServer(n, s0, s1, s2)
 	if res.Delivered < n {

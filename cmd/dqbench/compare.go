@@ -7,18 +7,23 @@ import (
 )
 
 // writeVersus prints redisq against asynq, metric by metric, from one run of
-// -impl redis,asynq, with the targets of the comparison (ratios, since both
-// ran on the same machine and server minutes apart).
+// -impl redis,worker,asynq (or any two of them), with the targets of the
+// comparison (ratios, since all ran on the same machine and server minutes
+// apart). The Worker's rows come first: it is what a program runs, as
+// asynq.Server is; the Take/AckTake/TakeBatch loops ("redis") are the
+// lower level.
 func writeVersus(w io.Writer, o *options, rs []Result) {
 	by := map[string]*Result{}
 	for i := range rs {
 		by[rs[i].Name] = &rs[i]
 	}
-	rq, aq := by["redis"], by["asynq"]
-	if by["asynq/backlog"] == nil && aq == nil && by["asynq/idle"] == nil {
+	aq, ab, ai := by["asynq"], by["asynq/backlog"], by["asynq/idle"]
+	if aq == nil && ab == nil && ai == nil {
 		return
 	}
-	if by["redis/backlog"] == nil && rq == nil && by["redis/idle"] == nil {
+	rq, rb, rbb, ri := by["redis"], by["redis/backlog"], by["redis/backlog-batch"], by["redis/idle"]
+	wq, wb, wi := by["worker"], by["worker/backlog"], by["worker/idle"]
+	if rq == nil && rb == nil && ri == nil && wq == nil && wb == nil && wi == nil {
 		return
 	}
 	t := table{md: o.md, head: []string{"redisq vs asynq", "redisq", "asynq", "ratio", "target", "met"}}
@@ -49,13 +54,44 @@ func writeVersus(w io.Writer, o *options, rs []Result) {
 	num := func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 	ns := func(f float64) string { return dur(int64(f)) }
 	perSec := func(f float64) string { return rate(f) + "/s" }
-	if rq != nil && aq != nil {
-		row("commands per item (steady)", rq.ServerCmdsPerItem, aq.ServerCmdsPerItem, num, true, 0.7)
-		row("server CPU per item (steady)", rq.ServerCPUPerItemNs, aq.ServerCPUPerItemNs, ns, true, 0.8)
+	lateness := func(name string, r, a *Result) {
+		if r == nil || a == nil || r.Lateness == nil || a.Lateness == nil {
+			return
+		}
+		t.add([]string{name + " lateness p50 / p99 / max",
+			dur(r.Lateness.P50) + " / " + dur(r.Lateness.P99) + " / " + dur(r.Lateness.Max),
+			dur(a.Lateness.P50) + " / " + dur(a.Lateness.P99) + " / " + dur(a.Lateness.Max),
+			"-", "p99 <= 5ms", yesNoMet(r.Lateness.P99 <= int64(5e6))})
+		t.add([]string{name + " delivered early", strconv.Itoa(r.Early), strconv.Itoa(a.Early), "-", "0", yesNoMet(r.Early == 0)})
 	}
-	rb, ab, rbb := by["redis/backlog"], by["asynq/backlog"], by["redis/backlog-batch"]
+	if wq != nil && aq != nil {
+		row("Worker: commands per item (steady)", wq.ServerCmdsPerItem, aq.ServerCmdsPerItem, num, true, 1.0)
+		row("Worker: server CPU per item (steady)", wq.ServerCPUPerItemNs, aq.ServerCPUPerItemNs, ns, true, 1.0)
+		lateness("Worker:", wq, aq)
+	}
+	if ab != nil {
+		prod := wb
+		if prod == nil {
+			prod = rb
+		}
+		if prod != nil {
+			row(fmt.Sprintf("enqueue, %d producers (Enqueue; asynq Client.Enqueue)", o.backlogProducers()), prod.OfferRate, ab.OfferRate, perSec, false, 1.2)
+		}
+		if wb != nil {
+			row(fmt.Sprintf("Worker, %d handlers: backlog handled/s", o.consumers), wb.DeliverRate, ab.DeliverRate, perSec, false, 1.5)
+			row("Worker: commands per item (backlog)", wb.ServerCmdsPerItem, ab.ServerCmdsPerItem, num, true, 0)
+			row("Worker: server CPU per item (backlog)", wb.ServerCPUPerItemNs, ab.ServerCPUPerItemNs, ns, true, 0)
+		}
+	}
+	if wi != nil && ai != nil {
+		row("Worker idle: server commands per 10 s", wi.IdleCmdsPer10s, ai.IdleCmdsPer10s, num, true, 0)
+	}
+	if rq != nil && aq != nil {
+		row("Take+Ack: commands per item (steady)", rq.ServerCmdsPerItem, aq.ServerCmdsPerItem, num, true, 0.7)
+		row("Take+Ack: server CPU per item (steady)", rq.ServerCPUPerItemNs, aq.ServerCPUPerItemNs, ns, true, 0.8)
+		lateness("Take+Ack:", rq, aq)
+	}
 	if rb != nil && ab != nil {
-		row(fmt.Sprintf("enqueue, %d producers", o.backlogProducers()), rb.OfferRate, ab.OfferRate, perSec, false, 1.2)
 		if rbb != nil {
 			row(fmt.Sprintf("EnqueueMany(%d) vs asynq single", o.redisBatch), rbb.OfferRate, ab.OfferRate, perSec, false, 5)
 		}
@@ -66,27 +102,21 @@ func writeVersus(w io.Writer, o *options, rs []Result) {
 		if rbb != nil {
 			row(fmt.Sprintf("TakeBatch(%d)+AckMany", o.redisBatch), rbb.DeliverRate, ab.DeliverRate, perSec, false, 0)
 		}
-		row("commands per item (backlog)", rb.ServerCmdsPerItem, ab.ServerCmdsPerItem, num, true, 0)
+		row("commands per item (backlog, Take+Ack)", rb.ServerCmdsPerItem, ab.ServerCmdsPerItem, num, true, 0)
 		if rbb != nil {
 			row("commands per item (backlog, batches)", rbb.ServerCmdsPerItem, ab.ServerCmdsPerItem, num, true, 0)
 		}
 	}
-	if ri, ai := by["redis/idle"], by["asynq/idle"]; ri != nil && ai != nil {
+	if ri != nil && ai != nil {
 		row("idle: server commands per 10 s", ri.IdleCmdsPer10s, ai.IdleCmdsPer10s, num, true, 0)
 	}
 	t.write(w)
-	if rq != nil && aq != nil && rq.Lateness != nil && aq.Lateness != nil {
-		fmt.Fprintf(w, "lateness (steady): redisq p50 %s, p99 %s, max %s, %d early; asynq p50 %s, p99 %s, max %s, %d early (target for redisq: p99 <= 5ms, 0 early: %s)\n",
-			dur(rq.Lateness.P50), dur(rq.Lateness.P99), dur(rq.Lateness.Max), rq.Early,
-			dur(aq.Lateness.P50), dur(aq.Lateness.P99), dur(aq.Lateness.Max), aq.Early,
-			yesNo(rq.Lateness.P99 <= int64(5e6) && rq.Early == 0))
-	}
 	fmt.Fprintln(w)
 }
 
-func yesNo(b bool) string {
+func yesNoMet(b bool) string {
 	if b {
-		return "met"
+		return "yes"
 	}
-	return "NOT met"
+	return "no"
 }

@@ -37,10 +37,11 @@
 //
 // It runs three phases:
 //
-//   - backlog: -redis-items items enqueued (EnqueueAfter, due at once) as
-//     fast as 8 producers (or -producers) can, then drained by -consumers
-//     consumers (Take+Ack, or TakeBatch(-batch)+AckMany): enqueue/s and
-//     delivered+acked/s;
+//   - backlog: -redis-items items enqueued (Enqueue, due now) as fast as 8
+//     producers (or -producers) can, each its own loop on a Queue and
+//     client of their own (the loop a program writes), then drained by
+//     -consumers consumers (Take+Ack, or TakeBatch(-batch)+AckMany):
+//     enqueue/s and delivered+acked/s;
 //   - idle: -consumers consumers blocked in Take for -idle (default 5s) with
 //     the head an hour away and -wake-cap as redisq.WithWakeCap (default
 //     1s); a go-redis hook counts the commands each consumer sends per
@@ -50,6 +51,19 @@
 //     onto the Redis clock (offset calibrated with min-RTT TIME round trips,
 //     uncertain by about half that RTT) - Message.Due (target: p99 <= 10ms at
 //     1,000 items/s).
+//
+// -impl worker runs the same phases with a redisq.Worker of -consumers
+// handlers instead of consumer loops, and -impl asynq with asynq.Server
+// (Concurrency -consumers), both with a handler that returns nil at once;
+// -impl redis,worker,asynq runs all three, phase by phase, and ends with a
+// table of ratios against asynq and the targets:
+//
+//	go run ./cmd/dqbench -impl redis,worker,asynq -redis 127.0.0.1:6379 -rate 1000 -duration 10s -delay 0 -delay-max 1s -idle 10s -wake-cap 5s
+//
+// Before each phase, with appendonly on, dqbench rewrites the AOF and
+// waits for the rewrite, so that a rewrite the phases before triggered
+// (a fork) does not land on this one; a phase during which one ran anyway
+// says so.
 //
 // With -impl redis, -mode defaults to steady (all three phases); -mode idle
 // runs the idle phase alone; -mode burst is refused (a million-item burst
@@ -103,7 +117,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.impl, "impl", "delayqueue", "implementation: delayqueue, afterfunc, heapcond, floor, all (comma-separated list allowed); or redis alone (redisq at -redis)")
+	flag.StringVar(&o.impl, "impl", "delayqueue", "implementation: delayqueue, afterfunc, heapcond, floor, all (comma-separated list allowed); or any of redis (redisq's Take loops), worker (redisq.Worker) and asynq at -redis")
 	flag.StringVar(&o.mode, "mode", "burst", "burst: offer all, then due over -window; steady: offer at -rate with -delay; idle: blocked takers, CPU over -idle (-impl redis: steady unless given, burst refused)")
 	flag.StringVar(&o.timer, "timer", "runtime", "delayqueue leader timer: runtime, precise (WithPreciseTimer) or both (idle mode: both unless set)")
 	flag.IntVar(&o.items, "items", 1_000_000, "burst: number of items")
@@ -236,7 +250,7 @@ func (o *options) check() error {
 	}
 	for _, s := range strings.Split(o.impl, ",") {
 		switch s {
-		case "delayqueue", "afterfunc", "heapcond", "floor", "all", "redis", "asynq":
+		case "delayqueue", "afterfunc", "heapcond", "floor", "all", "redis", "worker", "asynq":
 		default:
 			return fmt.Errorf("unknown -impl %q", s)
 		}

@@ -49,11 +49,12 @@ type redisRun struct {
 }
 
 // redisImpls lists the Redis-backed implementations in -impl, in order:
-// "redis" (redisq) and "asynq" (hibiken/asynq), alone or together.
+// "redis" (redisq's Take/AckTake/TakeBatch loops), "worker" (a
+// redisq.Worker) and "asynq" (hibiken/asynq), alone or together.
 func (o *options) redisImpls() []string {
 	var r []string
 	for _, s := range strings.Split(o.impl, ",") {
-		if s == "redis" || s == "asynq" {
+		if s == "redis" || s == "worker" || s == "asynq" {
 			r = append(r, s)
 		}
 	}
@@ -67,7 +68,7 @@ func (o *options) checkRedis() error {
 		return nil
 	}
 	if len(o.redisImpls()) != len(strings.Split(o.impl, ",")) {
-		return fmt.Errorf("-impl redis and asynq cannot be combined with in-process implementations")
+		return fmt.Errorf("-impl redis, worker and asynq cannot be combined with in-process implementations")
 	}
 	if !o.set["mode"] {
 		o.mode = "steady"
@@ -126,7 +127,17 @@ func (o *options) redisTitle(take, pay string) string {
 	}
 	ph = append(ph, fmt.Sprintf("steady: %s items/s, each due %s after EnqueueAfter, for %v; %d producer(s), %d consumer(s)",
 		group(int64(o.rate)), delay, o.duration, o.producers, o.consumers))
-	return fmt.Sprintf("%s (%s%s): %s", strings.Join(o.redisImpls(), " vs "), take, pay, strings.Join(ph, "; "))
+	how := ""
+	if slices.Contains(o.redisImpls(), "redis") {
+		how = take // the consumer loops of -impl redis
+	}
+	if pay != "" {
+		how = strings.TrimPrefix(how+pay, ", ")
+	}
+	if how != "" {
+		how = " (" + how + ")"
+	}
+	return fmt.Sprintf("%s%s: %s", strings.Join(o.redisImpls(), " vs "), how, strings.Join(ph, "; "))
 }
 
 func (o *options) backlogProducers() int {
@@ -157,34 +168,49 @@ func runRedis(o *options, meta *Meta) ([]Result, error) {
 		}
 	}()
 
-	// Phase by phase, each implementation in turn, so that both see the
+	// Phase by phase, each implementation in turn, so that all see the
 	// machine in about the same state.
 	type phase struct {
 		impl string
 		run  func() ([]Result, error)
 	}
 	var phases []phase
-	add := func(redis, asynq func() ([]Result, error)) {
+	add := func(redis, worker, asynq func() ([]Result, error)) {
 		for _, impl := range o.redisImpls() {
-			if impl == "redis" {
+			switch impl {
+			case "redis":
 				phases = append(phases, phase{impl, redis})
-			} else {
+			case "worker":
+				phases = append(phases, phase{impl, worker})
+			default:
 				phases = append(phases, phase{impl, asynq})
 			}
 		}
 	}
 	if o.mode == "steady" && o.redisItems > 0 {
-		add(run.backlog, run.asynqBacklog)
+		add(run.backlog, one(run.workerBacklog), run.asynqBacklog)
 	}
 	if o.idleFor > 0 || o.mode == "idle" {
-		add(one(run.idle), run.asynqIdle)
+		add(one(run.idle), one(run.workerIdle), run.asynqIdle)
 	}
 	if o.mode == "steady" {
-		add(one(run.steady), run.asynqSteady)
+		add(one(run.steady), one(run.workerSteady), run.asynqSteady)
 	}
 	var rs []Result
 	for _, ph := range phases {
+		// Each phase starts with a compact AOF and no rewrite running, so
+		// that the rewrite the phases before triggered does not land on
+		// this one (a fork competing for the CPU).
+		before, err := run.quiesceAOF()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dqbench:", err)
+		}
 		r, err := ph.run()
+		if n := run.aofRewrites() - before; before >= 0 && n > 0 {
+			for i := range r {
+				r[i].Note = joinNote(r[i].Note, fmt.Sprintf("%d AOF rewrite(s) ran during this phase (a fork: expect it slower)", n))
+			}
+		}
 		rs = append(rs, r...)
 		if err != nil {
 			return rs, err
@@ -194,6 +220,60 @@ func runRedis(o *options, meta *Meta) ([]Result, error) {
 		}
 	}
 	return rs, nil
+}
+
+// aofRewrites returns the server's count of AOF rewrites (INFO persistence
+// aof_rewrites), or -1.
+func (r *redisRun) aofRewrites() int64 {
+	info, err := r.c.Info(r.ctx, "persistence").Result()
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(infoField(info, "aof_rewrites"), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// quiesceAOF waits for a running AOF rewrite or RDB save to end, then,
+// with appendonly on, rewrites the AOF (BGREWRITEAOF) and waits for that
+// too (up to a minute). It returns the rewrite count afterwards.
+func (r *redisRun) quiesceAOF() (int64, error) {
+	busy := func() (aof, busy bool, err error) {
+		info, err := r.c.Info(r.ctx, "persistence").Result()
+		if err != nil {
+			return false, false, err
+		}
+		aof = infoField(info, "aof_enabled") == "1"
+		busy = infoField(info, "aof_rewrite_in_progress") == "1" || infoField(info, "aof_rewrite_scheduled") == "1" ||
+			infoField(info, "rdb_bgsave_in_progress") == "1"
+		return aof, busy, nil
+	}
+	wait := func() error {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			_, b, err := busy()
+			if err != nil || !b {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return errors.New("an AOF rewrite or RDB save still runs after a minute")
+			}
+		}
+	}
+	if err := wait(); err != nil {
+		return r.aofRewrites(), err
+	}
+	aof, _, err := busy()
+	if err != nil || !aof {
+		return r.aofRewrites(), err
+	}
+	if err := r.c.BgRewriteAOF(r.ctx).Err(); err != nil {
+		return r.aofRewrites(), fmt.Errorf("BGREWRITEAOF: %w", err)
+	}
+	time.Sleep(20 * time.Millisecond) // let it be scheduled
+	err = wait()
+	return r.aofRewrites(), err
 }
 
 func one(f func() (Result, error)) func() ([]Result, error) {
@@ -422,18 +502,29 @@ func (r *redisRun) backlog() ([]Result, error) {
 }
 
 // backlogWith runs one backlog phase: producers enqueue in batches of
-// enq (1: EnqueueAfter, else EnqueueMany), consumers take batches of take
-// (1: Take+Ack, 0: AckTake, else TakeBatch+AckMany).
+// enq (1: Enqueue, else EnqueueMany), consumers take batches of take
+// (1: Take+Ack, 0: AckTake, -1: a redisq.Worker, else TakeBatch+AckMany).
 func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	o := r.o
 	n := o.redisItems
 	res := Result{Name: name, Kind: "queue", Mode: "backlog", Items: n, HeapPerItem: -1}
-	q, err := r.newQueue(strings.TrimPrefix(name, "redis/"))
+	phase := strings.ReplaceAll(name, "/", "-")
+	q, err := r.newQueue(phase)
 	if err != nil {
 		res.Note = err.Error()
 		return res, err
 	}
 	defer q.Close()
+	// The producers use a Queue of their own on a client of their own,
+	// with go-redis' defaults, as a program would.
+	pc := redis.NewClient(&redis.Options{Addr: o.redisAddr})
+	defer pc.Close()
+	pq, err := redisq.New(r.ctx, pc, r.prefix+phase)
+	if err != nil {
+		res.Note = err.Error()
+		return res, err
+	}
+	defer pq.Close()
 	var offered, delivered atomic.Int64
 	start := time.Now()
 	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
@@ -441,33 +532,16 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	cpu0, s0 := cpuTime(), snapServer(r.ctx, r.c)
 
 	// Enqueue as fast as the producers can, all items due at once.
-	var next atomic.Int64
-	var errs atomic.Value
-	var wg sync.WaitGroup
-	for range o.backlogProducers() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for errs.Load() == nil {
-				lo := int(next.Add(int64(enq)) - int64(enq))
-				hi := min(lo+enq, n)
-				if lo >= n {
-					return
-				}
-				if err := enqueueRange(r.ctx, q, o, lo, hi); err != nil {
-					errs.CompareAndSwap(nil, fmt.Errorf("enqueue: %w", err))
-					return
-				}
-				offered.Add(int64(hi - lo))
-			}
-		}()
-	}
-	wg.Wait()
+	err = produceAll(o.backlogProducers(), n, enq, func(lo, hi int) error {
+		return enqueueRange(r.ctx, pq, o, lo, hi)
+	}, &offered)
 	el := time.Since(start)
 	res.OfferSeconds = el.Seconds()
 	res.OfferRate = float64(offered.Load()) / el.Seconds()
 	s1 := snapServer(r.ctx, r.c)
-	if err, _ := errs.Load().(error); err != nil {
+	var errs atomic.Value
+	if err != nil {
+		err = fmt.Errorf("enqueue: %w", err)
 		res.Note = err.Error()
 		return res, err
 	}
@@ -479,23 +553,31 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	defer cancel()
 	allDone := make(chan struct{})
 	d0 := time.Now()
-	for range o.consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			consumer(ctx, q, take, func(_ time.Time, ms []*redisq.Message) {
-				for _, m := range ms {
-					i, _ := strconv.Atoi(m.ID)
-					if !seen[i].CompareAndSwap(false, true) {
-						dups.Add(1)
-						continue
-					}
-					if delivered.Add(1) == int64(n) {
-						close(allDone)
-					}
-				}
-			}, &errs)
-		}()
+	got := func(_ time.Time, ms []*redisq.Message) {
+		for _, m := range ms {
+			i, _ := strconv.Atoi(m.ID)
+			if !seen[i].CompareAndSwap(false, true) {
+				dups.Add(1)
+				continue
+			}
+			if delivered.Add(1) == int64(n) {
+				close(allDone)
+			}
+		}
+	}
+	var stop func()
+	var wg sync.WaitGroup
+	if take < 0 {
+		stop = startWorker(ctx, q, o.consumers, got, &errs)
+	} else {
+		for range o.consumers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				consumer(ctx, q, take, got, &errs)
+			}()
+		}
+		stop = func() { cancel(); wg.Wait() }
 	}
 	limit := 30*time.Second + time.Duration(n)*time.Millisecond
 	select {
@@ -505,8 +587,7 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	case <-r.ctx.Done():
 	}
 	// Delivered+acked: the last consumer to finish its ack ends the phase.
-	cancel()
-	wg.Wait()
+	stop()
 	drain := time.Since(d0)
 	res.CPUSeconds = (cpuTime() - cpu0).Seconds()
 	res.Delivered = int(delivered.Load())
@@ -515,8 +596,10 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	if n > 0 {
 		res.CPUPerItemNs = res.CPUSeconds * 1e9 / float64(n)
 	}
-	how, put := "Take+Ack", "EnqueueAfter"
+	how, put := "Take+Ack", "Enqueue"
 	switch {
+	case take < 0:
+		how = fmt.Sprintf("a Worker with Concurrency %d", o.consumers)
 	case take == 0:
 		how = "AckTake"
 	case take > 1:
@@ -525,7 +608,7 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	if enq > 1 {
 		put = fmt.Sprintf("EnqueueMany(%d)", enq)
 	}
-	res.Note = joinNote(res.Note, fmt.Sprintf("offer/s = %s by %d producers (%v), deliver/s = %s by %d consumers (%v); CPU: this process's, per item enqueued+taken+acked",
+	res.Note = joinNote(res.Note, fmt.Sprintf("offer/s = %s by %d producers, each its own loop (%v), deliver/s = %s by %d consumers (%v); CPU: this process's, per item enqueued+taken+acked",
 		put, o.backlogProducers(), el.Round(time.Millisecond), how, o.consumers, drain.Round(time.Millisecond)))
 	res.setServer(n, s0, s1, snapServer(r.ctx, r.c))
 	if err, _ := errs.Load().(error); err != nil {
@@ -538,12 +621,39 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	return res, nil
 }
 
-// enqueueRange enqueues items lo..hi-1, due at once: one EnqueueAfter for a
-// single item, else one EnqueueMany.
+// produceAll is the producer loop a program writes: p goroutines, each
+// enqueueing its own share, producer k items [k·chunk, (k+1)·chunk),
+// [(k+p)·chunk, ...) and so on (chunk 1: k, k+p, k+2p, ...), one call
+// after the other, until n. send(lo, hi) enqueues items lo..hi-1. It
+// returns the first error (each producer stops at its own).
+func produceAll(p, n, chunk int, send func(lo, hi int) error, offered *atomic.Int64) error {
+	var wg sync.WaitGroup
+	var first atomic.Value
+	for k := range p {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for lo := k * chunk; lo < n; lo += p * chunk {
+				hi := min(lo+chunk, n)
+				if err := send(lo, hi); err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+				offered.Add(int64(hi - lo))
+			}
+		}()
+	}
+	wg.Wait()
+	err, _ := first.Load().(error)
+	return err
+}
+
+// enqueueRange enqueues items lo..hi-1, due now: one Enqueue for a single
+// item (q.Enqueue(ctx, id, payload, time.Now()), as a program writes it),
+// else one EnqueueMany.
 func enqueueRange(ctx context.Context, q *redisq.Queue, o *options, lo, hi int) error {
 	if hi-lo == 1 {
-		_, err := q.EnqueueAfter(ctx, strconv.Itoa(lo), payload(o, lo), 0)
-		return err
+		return q.Enqueue(ctx, strconv.Itoa(lo), payload(o, lo), time.Now())
 	}
 	items := make([]redisq.EnqueueItem, 0, hi-lo)
 	for i := lo; i < hi; i++ {
@@ -592,17 +702,35 @@ func (o *options) waitTail(ctx context.Context, done <-chan struct{}, start time
 	}
 }
 
-// steady: lateness at o.rate items/s.
+// steady: lateness at o.rate items/s, with Take+Ack (or TakeBatch+AckMany)
+// consumers.
 func (r *redisRun) steady() (Result, error) {
+	return r.steadyWith("redis", func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func() {
+		var cwg sync.WaitGroup
+		for c := range r.o.consumers {
+			cwg.Add(1)
+			go func() {
+				defer cwg.Done()
+				consumer(redisprobe.WithCaller(ctx, c), q, r.o.batch, got, errs)
+			}()
+		}
+		return cwg.Wait
+	})
+}
+
+// steadyWith runs the steady phase as name, with the consumers that
+// consume starts: they hand each delivery to got with its receive instant,
+// until ctx is done, and the function consume returns waits for them.
+func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func()) (Result, error) {
 	o := r.o
 	n := int(o.rate * o.duration.Seconds())
-	res := Result{Name: "redis", Kind: "queue", Mode: "steady", Items: n, HeapPerItem: -1}
+	res := Result{Name: name, Kind: "queue", Mode: "steady", Items: n, HeapPerItem: -1}
 	off0, rtt0, err := redisprobe.Calibrate(r.ctx, r.c, 200)
 	if err != nil {
 		res.Note = err.Error()
 		return res, err
 	}
-	q, err := r.newQueue("steady")
+	q, err := r.newQueue(name + "-steady")
 	if err != nil {
 		res.Note = err.Error()
 		return res, err
@@ -628,34 +756,27 @@ func (r *redisRun) steady() (Result, error) {
 	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
 	cpu0 := cpuTime()
 
-	var cwg sync.WaitGroup
-	for c := range o.consumers {
-		cwg.Add(1)
-		go func() {
-			defer cwg.Done()
-			consumer(redisprobe.WithCaller(ctx, c), q, o.batch, func(recv time.Time, ms []*redisq.Message) {
-				since := int64(recv.Sub(start))
-				for _, m := range ms {
-					i, err := strconv.Atoi(m.ID)
-					if err != nil || i < 0 || i >= n {
-						continue
-					}
-					if !seen[i].CompareAndSwap(false, true) {
-						dups.Add(1)
-						continue
-					}
-					lat[i] = int64(recv.Add(off0).Sub(m.Due))
-					byRedis[i] = int64(m.ClaimedAt.Sub(m.Due))
-					recvAt[i] = since
-					dueAt[i] = int64(m.Due.Add(-off0).Sub(start))
-					claimed[i] = int64(m.ClaimedAt.Add(-off0).Sub(start))
-					if delivered.Add(1) == int64(n) {
-						close(allDone)
-					}
-				}
-			}, &errs)
-		}()
-	}
+	wait := consume(ctx, q, func(recv time.Time, ms []*redisq.Message) {
+		since := int64(recv.Sub(start))
+		for _, m := range ms {
+			i, err := strconv.Atoi(m.ID)
+			if err != nil || i < 0 || i >= n {
+				continue
+			}
+			if !seen[i].CompareAndSwap(false, true) {
+				dups.Add(1)
+				continue
+			}
+			lat[i] = int64(recv.Add(off0).Sub(m.Due))
+			byRedis[i] = int64(m.ClaimedAt.Sub(m.Due))
+			recvAt[i] = since
+			dueAt[i] = int64(m.Due.Add(-off0).Sub(start))
+			claimed[i] = int64(m.ClaimedAt.Add(-off0).Sub(start))
+			if delivered.Add(1) == int64(n) {
+				close(allDone)
+			}
+		}
+	}, &errs)
 
 	produceAtRate(o, n, start, func(p, i int) error {
 		sentAt[i] = int64(time.Since(start))
@@ -673,7 +794,7 @@ func (r *redisRun) steady() (Result, error) {
 	}
 	cpu1 := cpuTime()
 	cancel()
-	cwg.Wait()
+	wait()
 	stopProgress()
 	s1 := snapServer(r.ctx, r.c)
 	off1, rtt1, err := redisprobe.Calibrate(r.ctx, r.c, 200)

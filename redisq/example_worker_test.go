@@ -1,0 +1,55 @@
+package redisq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dq-go/delayqueue/redisq"
+)
+
+// A Worker runs a handler on every message of a queue: nil acks it, an
+// error retries it after the backoff, SkipRetry dead-letters it at once
+// with the error's text; leases are extended while a handler runs, and
+// Shutdown lets running handlers finish (or hands their messages back when
+// its ctx ends first).
+func ExampleWorker() {
+	q, done := exampleQueue("emails", redisq.WithMaxAttempts(5))
+	defer done()
+	ctx := context.Background()
+	for _, id := range []string{"welcome:1", "welcome:2", "bad:3"} {
+		_, _ = q.EnqueueAfter(ctx, id, []byte(`{"to":"a@example.com"}`), 0)
+	}
+
+	handled := make(chan struct{}, 3)
+	w := redisq.NewWorker(q, func(ctx context.Context, m *redisq.Message) error {
+		defer func() { handled <- struct{}{} }()
+		if strings.HasPrefix(m.ID, "bad:") {
+			return redisq.SkipRetry(errors.New("invalid address"))
+		}
+		fmt.Println("sent", m.ID, "attempt", m.Attempts)
+		return nil // acked
+	}, redisq.WorkerOptions{Concurrency: 1})
+	stopped := make(chan error)
+	go func() { stopped <- w.Run(ctx) }()
+
+	for range 3 {
+		<-handled
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = w.Shutdown(sctx) // in a program: on SIGTERM
+	fmt.Println("Run returned", <-stopped)
+
+	page, _ := q.List(ctx, redisq.StateDead, redisq.ListOptions{})
+	for _, it := range page.Items {
+		fmt.Println("dead:", it.ID, it.DeadReason)
+	}
+	// Output:
+	// sent welcome:1 attempt 1
+	// sent welcome:2 attempt 1
+	// Run returned <nil>
+	// dead: bad:3 invalid address
+}
