@@ -54,7 +54,7 @@ func (q *Queue) schedule(ctx context.Context, id string, payload []byte, mode st
 	if err := q.checkOp(id); err != nil {
 		return ScheduleResult{}, err
 	}
-	r, err := q.runOnce(ctx, scriptSchedule, id, payload, mode, v)
+	r, err := q.runOnce(ctx, scriptSchedule, []string{q.itemKey(id)}, id, payload, mode, v)
 	if err != nil {
 		return ScheduleResult{}, err
 	}
@@ -95,7 +95,7 @@ func (q *Queue) deadOne(ctx context.Context, id, op string) error {
 	if err := q.checkOp(id); err != nil {
 		return err
 	}
-	r, err := q.run(ctx, scriptDeadOne, id, op)
+	r, err := q.run(ctx, scriptDeadOne, []string{q.itemKey(id)}, id, op)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (q *Queue) deadBatches(ctx context.Context, op string) (int64, error) {
 	var changed, skipped int64
 	cutSeq, cutScore := "", ""
 	for {
-		r, err := q.run(ctx, scriptBulkDead, op, adminBatch, skipped, cutSeq, cutScore)
+		r, err := q.run(ctx, scriptBulkDead, nil, op, adminBatch, skipped, cutSeq, cutScore)
 		if err != nil {
 			return changed, err
 		}
@@ -199,10 +199,19 @@ func (q *Queue) batches(ctx context.Context, op string) (int64, error) {
 	return q.runBatches(ctx, op)
 }
 
+// bulkKeys are the keys scriptBulk declares for each op.
+var bulkKeys = map[string]func(q *Queue) []string{
+	"purge_s":   func(q *Queue) []string { return []string{q.keys[kSched], q.keys[kStats]} },
+	"mark":      func(q *Queue) []string { return []string{q.keys[kLease]} },
+	"destroy_s": func(q *Queue) []string { return []string{q.keys[kSched]} },
+	"destroy_l": func(q *Queue) []string { return []string{q.keys[kLease]} },
+	"destroy_d": func(q *Queue) []string { return []string{q.keys[kDead]} },
+}
+
 func (q *Queue) runBatches(ctx context.Context, op string) (int64, error) {
 	var examined, changed, budget int64 = 0, 0, adminBatch
 	for first := true; examined < budget; first = false {
-		r, err := q.run(ctx, scriptBulk, op, min(adminBatch, budget-examined), examined)
+		r, err := q.run(ctx, scriptBulk, bulkKeys[op](q), op, min(adminBatch, budget-examined), examined)
 		if err != nil {
 			return changed, err
 		}
@@ -227,13 +236,14 @@ func (q *Queue) runBatches(ctx context.Context, op string) (int64, error) {
 // left in Redis, and then removes its name from the registry (RegistryKey).
 // It returns the number of the queue's keys deleted (the registry entry is
 // not one), or ErrNoQueue (and changes nothing else) when no key of the
-// queue exists. Items are removed in
-// atomic batches as Purge does, the rest with SCAN (pages of 1000 keys)
-// and DEL, so Destroy is safe on a busy server; stop the queue's producers
-// and consumers first, or what they do meanwhile (a Take re-arming the
-// marker, an Enqueue) is left behind. The Queue stays usable: using it
-// creates the queue again. Works after Close. Destroy needs a
-// *redis.Client, *redis.ClusterClient or *redis.Ring (for SCAN).
+// queue exists. Items are removed in atomic batches as Purge does, the rest
+// with DEL of the keys found by SCAN (pages of 1000 keys) or, on a Cluster,
+// by CLUSTER GETKEYSINSLOT on the master of the queue's slot (the other
+// masters are not touched), so Destroy is safe on a busy server; stop the
+// queue's producers and consumers first, or what they do meanwhile (a Take
+// re-arming the marker, an Enqueue) is left behind. The Queue stays usable:
+// using it creates the queue again. Works after Close. Destroy needs a
+// *redis.Client, *redis.ClusterClient or *redis.Ring.
 func (q *Queue) Destroy(ctx context.Context) (int64, error) {
 	var deleted int64
 	for _, op := range []string{"destroy_s", "destroy_l", "destroy_d"} {
@@ -243,12 +253,8 @@ func (q *Queue) Destroy(ctx context.Context) (int64, error) {
 			return deleted, err
 		}
 	}
-	prefix := q.keys[0][:len(q.keys[0])-len("sched")] // "{dq:NAME}:"
-	err := scanKeys(ctx, q.client, globEscape(prefix)+"*", func(keys []string) error {
-		n, err := q.client.Del(ctx, keys...).Result()
-		deleted += n
-		return err
-	})
+	n, err := q.deleteQueueKeys(ctx)
+	deleted += n
 	if err == nil && deleted == 0 {
 		err = ErrNoQueue
 	}

@@ -2,8 +2,6 @@ package redisq
 
 import (
 	"strconv"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The inspection and admin scripts. They take the same KEYS and ARGV[1] as
@@ -15,8 +13,8 @@ import (
 // read.
 const luaItem = `
 local function zset_of(st)
-  if st == 's' then return KEYS[1] elseif st == 'l' then return KEYS[2] end
-  return KEYS[3]
+  if st == 's' then return K_SCHED elseif st == 'l' then return K_LEASE end
+  return K_DEAD
 end
 local function append_item(out, id, score, withp)
   local h = ARGV[1] .. id
@@ -37,7 +35,7 @@ const itemStride = 11
 // "1" for payloads, ARGV[6] "1" for reverse order. Returns {now, total,
 // item...}: at most limit items, and with payloads it stops after the item
 // that brings them to listBytes.
-var scriptList = redis.NewScript(luaCommon + luaItem + `
+var scriptList = newScript(luaCommon + luaItem + `
 local z = zset_of(ARGV[2])
 local off = tonumber(ARGV[3])
 local lim = tonumber(ARGV[4])
@@ -73,7 +71,7 @@ var listBytesLua = strconv.Itoa(listBytes)
 
 // get: ARGV[2] id. Returns {now} when not found, else {now, item} with the
 // payload.
-var scriptGet = redis.NewScript(luaCommon + luaItem + `
+var scriptGet = newScript(luaCommon + luaItem + `
 local out = {(now_ms())}
 local f = redis.call('HMGET', ARGV[1] .. ARGV[2], 'st', 'mem')
 if not f[1] then return out end
@@ -85,18 +83,18 @@ return out
 // due histogram: ARGV[2] bucket width ms, ARGV[3] buckets. Returns {now,
 // overdue, c1, ..., cN, later} where ci counts due times in
 // (now+(i-1)w, now+iw].
-var scriptDueHistogram = redis.NewScript(luaCommon + `
+var scriptDueHistogram = newScript(luaCommon+`
 local now = now_ms()
 local w = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
-local out = {now, redis.call('ZCOUNT', KEYS[1], '-inf', now)}
+local out = {now, redis.call('ZCOUNT', K_SCHED, '-inf', now)}
 for i = 1, n do
-  out[#out + 1] = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now + (i - 1) * w),
+  out[#out + 1] = redis.call('ZCOUNT', K_SCHED, '(' .. string.format('%d', now + (i - 1) * w),
     string.format('%d', now + i * w))
 end
-out[#out + 1] = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now + n * w), '+inf')
+out[#out + 1] = redis.call('ZCOUNT', K_SCHED, '(' .. string.format('%d', now + n * w), '+inf')
 return out
-`)
+`, kSched)
 
 // luaRevive defines revive(h, id, mem, now): a dead item goes back to
 // sched, due now, with attempts reset.
@@ -104,26 +102,26 @@ const luaRevive = `
 local function revive(h, id, mem, now)
   unsched(h, 'd', mem)
   to_sched(h, id, now)
-  redis.call('HINCRBY', KEYS[5], 'requeued', 1)
+  redis.call('HINCRBY', K_STATS, 'requeued', 1)
 end
 `
 
 // dead one: ARGV[2] id, ARGV[3] "requeue"|"delete". {0} not found, {1} done,
 // {2} not dead.
-var scriptDeadOne = redis.NewScript(luaCommon + luaRevive + `
+var scriptDeadOne = newScript(luaCommon+luaRevive+`
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem')
 if not f[1] then return {0} end
 if f[1] ~= 'd' then return {2} end
 if ARGV[3] == 'delete' then
-  redis.call('ZREM', KEYS[3], f[2])
+  redis.call('ZREM', K_DEAD, f[2])
   redis.call('DEL', h)
-  redis.call('HINCRBY', KEYS[5], 'deleted', 1)
+  redis.call('HINCRBY', K_STATS, 'deleted', 1)
 else
   revive(h, ARGV[2], f[2], (now_ms()))
 end
 return {1}
-`)
+`, kSched, kDead, kWake, kStats, kSeq).acked()
 
 // dead batch: ARGV[2] op ("requeue" revives, "deldead" deletes), ARGV[3]
 // limit, ARGV[4] offset (items skipped by earlier batches), ARGV[5] and
@@ -135,17 +133,19 @@ return {1}
 // handles those with a sequence number within it. Returns {examined,
 // skipped, changed, cut-off sequence, cut-off score} (the cut-offs empty
 // when nothing was dead).
-var scriptBulkDead = redis.NewScript(luaCommon + luaRevive + `
+var scriptBulkDead = newScript(luaCommon+luaRevive+`
 local op = ARGV[2]
 local cs, cscore = ARGV[5], ARGV[6]
 if cs == '' then
-  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  local last = redis.call('ZRANGE', K_DEAD, -1, -1, 'WITHSCORES')
   if not last[1] then return {0, 0, 0, '', ''} end
-  cs = redis.call('HGET', KEYS[6], 'n') or '0'
+  cs = redis.call('HGET', K_SEQ, 'n') or '0'
   cscore = last[2]
 end
 local cut = string.format('%016.0f', tonumber(cs))
-local mems = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', cscore, 'LIMIT', ARGV[4], ARGV[3])
+local mems = redis.call('ZRANGEBYSCORE', K_DEAD, '-inf', cscore, 'LIMIT', ARGV[4], ARGV[3])
+-- Every item hash is read before the first write (see the key layout).
+for _, mem in ipairs(mems) do redis.call('EXISTS', ARGV[1] .. string.sub(mem, 18)) end
 local now = now_ms()
 local skipped, changed = 0, 0
 for _, mem in ipairs(mems) do
@@ -157,15 +157,15 @@ for _, mem in ipairs(mems) do
     if op == 'requeue' then
       revive(h, id, mem, now)
     else
-      redis.call('ZREM', KEYS[3], mem)
+      redis.call('ZREM', K_DEAD, mem)
       redis.call('DEL', h)
     end
     changed = changed + 1
   end
 end
-if op == 'deldead' then redis.call('HINCRBY', KEYS[5], 'deleted', changed) end
+if op == 'deldead' then redis.call('HINCRBY', K_STATS, 'deleted', changed) end
 return {#mems, skipped, changed, cs, cscore}
-`)
+`, kSched, kDead, kWake, kStats, kSeq).acked()
 
 // batch: ARGV[2] op, ARGV[3] limit, ARGV[4] offset (mark only). Ops:
 // "purge_s" deletes the first scheduled items, "mark" marks in-flight items
@@ -173,20 +173,21 @@ return {#mems, skipped, changed, cs, cscore}
 // first items of a state and count the keys deleted (Destroy: the item
 // hashes, and the zset when the batch empties it). Returns {examined, size
 // of the zset before, changed}.
-var scriptBulk = redis.NewScript(luaCommon + `
+var scriptBulk = newScript(luaCommon + `
 local op = ARGV[2]
 local lim = tonumber(ARGV[3])
 local off = tonumber(ARGV[4])
-local z = KEYS[3]
-if op == 'purge_s' or op == 'destroy_s' then z = KEYS[1]
-elseif op == 'mark' or op == 'destroy_l' then z = KEYS[2] end
+local z = K_DEAD
+if op == 'purge_s' or op == 'destroy_s' then z = K_SCHED
+elseif op == 'mark' or op == 'destroy_l' then z = K_LEASE end
 if op ~= 'mark' then off = 0 end
 local card = redis.call('ZCARD', z)
 local mems = {}
 if off < card then
   mems = redis.call('ZRANGE', z, string.format('%d', off), string.format('%d', off + lim - 1))
 end
-local now = now_ms()
+-- Every item hash is read before the first write (see the key layout).
+for _, mem in ipairs(mems) do redis.call('EXISTS', ARGV[1] .. string.sub(mem, 18)) end
 local changed = 0
 for _, mem in ipairs(mems) do
   local id = string.sub(mem, 18)
@@ -206,19 +207,19 @@ for _, mem in ipairs(mems) do
   end
 end
 if op == 'purge_s' then
-  redis.call('HINCRBY', KEYS[5], 'deleted', changed)
+  redis.call('HINCRBY', K_STATS, 'deleted', changed)
 elseif op ~= 'mark' and #mems > 0 and #mems == card then
   changed = changed + 1 -- destroy emptied the zset, which deletes it
 end
 return {#mems, card, changed}
-`)
+`).acked()
 
 // schedule (upsert): ARGV[2] id, ARGV[3] payload, ARGV[4] "at" (ARGV[5] due
 // ms) or "after" (ARGV[5] delay us), ARGV[6] request id. {1, due} created,
 // {3, due} replaced (a dead item is revived with attempts reset), {2} in
 // flight (nothing changed); a rerun of the same request returns the first
 // run's reply.
-var scriptSchedule = redis.NewScript(luaCommon + `
+var scriptSchedule = newScript(luaCommon+`
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem', 'rq', 'rr')
 local again = replay(f[3], f[4], false)
@@ -235,20 +236,20 @@ end
 unsched(h, f[1], f[2])
 redis.call('HSET', h, 'p', ARGV[3])
 to_sched(h, ARGV[2], due, 'rq', ARGV[6], 'rr', enc({3, due}))
-redis.call('HINCRBY', KEYS[5], 'rescheduled', 1)
+redis.call('HINCRBY', K_STATS, 'rescheduled', 1)
 return {3, due}
-`)
+`, kSched, kDead, kWake, kStats, kSeq).acked()
 
 // dead-letter: ARGV[2] id, ARGV[3] token, ARGV[4] reason, ARGV[5] request
 // id. {0} lease lost, {2} dead-lettered, {3} deleted because it was cancelled
 // while in flight; a rerun of the same request returns the first run's reply.
-var scriptDeadLetter = redis.NewScript(luaCommon + luaLease + `
-redis.call('ZREM', KEYS[2], f[4])
+var scriptDeadLetter = newScript(luaCommon+luaLease+`
+redis.call('ZREM', K_LEASE, f[4])
 if f[6] == '1' then
   redis.call('DEL', h)
-  redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
+  redis.call('HINCRBY', K_STATS, 'cancelled', 1)
   return done_gone({3})
 end
 to_dead(h, f[4], now, ARGV[4], 'rq', ARGV[5], 'rr', '2')
 return {2}
-`)
+`, kLease, kDead, kStats, kSeq).withRID().acked()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -32,9 +31,12 @@ func (r *AuditReport) addf(format string, a ...interface{}) {
 
 // Audit checks the queue's invariants: every item hash is in exactly the one
 // of sched/lease/dead its state names, under the member it records, and every
-// zset member has its hash. It SCANs the keyspace and reads the zsets in
-// chunks (many round trips, no long-running command); it is not atomic, so run
-// it while the queue is quiescent or expect transient findings. It returns a
+// zset member has its hash. It reads the zsets in chunks and finds the item
+// hashes by SCAN of the keyspace, or on a Cluster within the queue's slot
+// on its master alone (CLUSTER GETKEYSINSLOT for a slot of up to 10,000
+// keys, else a SCAN of that master): many round trips, no long-running
+// command. It is not atomic, so run it while the queue is quiescent or
+// expect transient findings. It returns a
 // report, or a Redis/context error. Audit works after Close.
 func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	rep := &AuditReport{}
@@ -58,32 +60,10 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	rep.Scheduled, rep.Leased, rep.Dead = len(zs[0]), len(zs[1]), len(zs[2])
 
 	var keys []string
-	var keysMu sync.Mutex
-	scan := func(ctx context.Context, c *redis.Client) error {
-		var cur uint64
-		for {
-			ks, next, err := c.Scan(ctx, cur, globEscape(q.mpref)+"*", 1000).Result()
-			if err != nil {
-				return err
-			}
-			keysMu.Lock()
-			keys = append(keys, ks...)
-			keysMu.Unlock()
-			if cur = next; cur == 0 {
-				return nil
-			}
-		}
-	}
-	var err error
-	switch c := q.client.(type) {
-	case *redis.Client:
-		err = scan(ctx, c)
-	case *redis.ClusterClient:
-		// All keys share one slot; only its master returns any.
-		err = c.ForEachMaster(ctx, scan)
-	default:
-		return nil, fmt.Errorf("redisq: Audit needs *redis.Client or *redis.ClusterClient, got %T", q.client)
-	}
+	err := q.eachQueueKey(ctx, q.mpref, func(ks []string) error {
+		keys = append(keys, ks...)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}

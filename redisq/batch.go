@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -82,21 +83,22 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 		return res, nil
 	}
 	ends := chunkEnds(len(items), func(i int) int { return len(items[i].ID) + len(items[i].Payload) })
-	var argss [][]interface{}
+	var chunks []chunk
 	for c, hi := range ends {
-		chunk := items[chunkStart(ends, c):hi]
-		args := make([]interface{}, 0, 2+4*len(chunk))
-		args = append(args, q.mpref, len(chunk))
-		for _, it := range chunk {
+		part := items[chunkStart(ends, c):hi]
+		ch := chunk{make([]string, 0, len(part)), make([]interface{}, 0, 2+4*len(part))}
+		ch.args = append(ch.args, q.mpref, len(part))
+		for _, it := range part {
+			ch.keys = append(ch.keys, q.itemKey(it.ID))
 			if it.At.IsZero() {
-				args = append(args, it.ID, it.Payload, "after", delayUS(it.After))
+				ch.args = append(ch.args, it.ID, it.Payload, "after", delayUS(it.After))
 			} else {
-				args = append(args, it.ID, it.Payload, "at", dueMS(it.At))
+				ch.args = append(ch.args, it.ID, it.Payload, "at", dueMS(it.At))
 			}
 		}
-		argss = append(argss, args)
+		chunks = append(chunks, ch)
 	}
-	cmds := q.runChunks(ctx, scriptEnqueueMany, argss)
+	cmds := q.runChunks(ctx, scriptEnqueueMany, chunks)
 	var first error
 	for c, cmd := range cmds {
 		chunk := res[chunkStart(ends, c):ends[c]]
@@ -137,19 +139,81 @@ func chunkStart(ends []int, c int) int {
 	return ends[c-1]
 }
 
-// runChunks runs s once per element of argss, in order, in one pipelined
-// round trip, and returns the commands for their replies. It sends EVAL, not
-// EVALSHA: a pipelined EVALSHA that got NOSCRIPT (after a restart or SCRIPT
-// FLUSH) while a later one succeeded would have to be re-run after it, out
-// of order. The script text costs a few KB per chunk of up to 200 items, and
-// Redis caches the compiled script by its SHA.
-func (q *Queue) runChunks(ctx context.Context, s *redis.Script, argss [][]interface{}) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, len(argss))
+// chunk is one script call of a batch: the keys it declares besides the
+// script's own, and its arguments (ARGV, the item hash prefix first).
+type chunk struct {
+	keys []string
+	args []interface{}
+}
+
+// runChunks runs s once per chunk, in order, and returns the commands for
+// their replies. On one server they go in one pipelined round trip as EVAL,
+// not EVALSHA: a pipelined EVALSHA that got NOSCRIPT (after a restart or
+// SCRIPT FLUSH) while a later one succeeded would have to be re-run after
+// it, out of order. The script text costs a few KB per chunk of up to 200
+// items, and Redis caches the compiled script by its SHA. On a Cluster they
+// go one after the other, each retried while its slot migrates
+// (retryMigrating): a pipeline there could apply a later chunk while an
+// earlier one waits for TRYAGAIN.
+func (q *Queue) runChunks(ctx context.Context, s *script, chunks []chunk) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(chunks))
+	keys := func(c chunk) []string {
+		ks := make([]string, 0, len(s.keys)+len(c.keys))
+		for _, k := range s.keys {
+			ks = append(ks, q.keys[k])
+		}
+		return append(ks, c.keys...)
+	}
+	if _, ok := q.client.(*redis.ClusterClient); ok {
+		for i, c := range chunks {
+			_ = q.retryMigrating(ctx, func() error {
+				if s.acks && q.opt.replicas > 0 {
+					r, err := q.runReplicated(ctx, s, keys(c), c.args)
+					cmds[i] = redis.NewCmd(ctx)
+					cmds[i].SetVal(r)
+					cmds[i].SetErr(err)
+					return err
+				}
+				cmds[i] = s.Run(ctx, q.client, keys(c), c.args...)
+				return cmds[i].Err()
+			})
+			if cmds[i].Err() != nil {
+				// Later chunks would apply out of order: fail them.
+				for j := i + 1; j < len(chunks); j++ {
+					cmds[j] = redis.NewCmd(ctx)
+					cmds[j].SetErr(cmds[i].Err())
+				}
+				break
+			}
+		}
+		return cmds
+	}
+	var wait *redis.IntCmd
 	_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, args := range argss {
-			cmds[i] = s.Eval(ctx, p, q.keys, args...)
+		for i, c := range chunks {
+			cmds[i] = s.Eval(ctx, p, keys(c), c.args...)
+		}
+		if s.acks && q.opt.replicas > 0 {
+			// WAIT counts the replicas that have every write of the
+			// connection so far: the whole pipeline.
+			wait = redis.NewIntCmd(ctx, "wait", q.opt.replicas, q.opt.replicaTimeout.Milliseconds())
+			return p.Process(ctx, wait)
 		}
 		return nil
 	})
+	if wait != nil {
+		var werr error
+		if got, err := wait.Result(); err != nil {
+			werr = fmt.Errorf("%w: WAIT: %v", ErrNotReplicated, err)
+		} else if got < int64(q.opt.replicas) {
+			werr = fmt.Errorf("%w: %d of %d replicas within %v; the writes may or may not survive a failover",
+				ErrNotReplicated, got, q.opt.replicas, q.opt.replicaTimeout)
+		}
+		for _, c := range cmds {
+			if werr != nil && c.Err() == nil {
+				c.SetErr(werr)
+			}
+		}
+	}
 	return cmds
 }

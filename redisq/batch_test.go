@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -149,7 +148,7 @@ func TestAckManyPerMessage(t *testing.T) {
 func TestRegressionEnqueueManyNoScriptReorders(t *testing.T) {
 	s := startRedis(t)
 	c := s.client(t)
-	c.AddHook(reloadMidPipeline{side: s.client(t), scripts: []*redis.Script{scriptEnqueueMany, scriptAckMany}})
+	c.AddHook(reloadMidPipeline{side: s.client(t), scripts: []*script{scriptEnqueueMany, scriptAckMany}})
 	q := newQueue(t, c, "nos", WithVisibilityTimeout(time.Hour))
 	ctx := context.Background()
 	at := redisNow(t, c).Add(-time.Second)

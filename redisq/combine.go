@@ -153,7 +153,7 @@ func (q *Queue) runEnqueues(ctx context.Context, batch []*enqueueReq) {
 	}()
 	if len(batch) == 1 {
 		r := batch[0]
-		res, err := q.run(ctx, scriptEnqueue, r.id, r.payload, r.mode, r.v)
+		res, err := q.run(ctx, scriptEnqueue, []string{q.itemKey(r.id)}, r.id, r.payload, r.mode, r.v)
 		switch {
 		case err != nil:
 			r.err = err
@@ -166,10 +166,12 @@ func (q *Queue) runEnqueues(ctx context.Context, batch []*enqueueReq) {
 	}
 	args := make([]interface{}, 0, 1+4*len(batch))
 	args = append(args, len(batch))
+	items := make([]string, 0, len(batch))
 	for _, r := range batch {
 		args = append(args, r.id, r.payload, r.mode, r.v)
+		items = append(items, q.itemKey(r.id))
 	}
-	res, err := q.run(ctx, scriptEnqueueMany, args...)
+	res, err := q.run(ctx, scriptEnqueueMany, items, args...)
 	if err == nil && len(res) != len(batch)+1 {
 		err = errors.New("redisq: enqueue: malformed reply")
 	}

@@ -66,7 +66,7 @@ func waitPending(t testing.TB, q *Queue, n int, what string) {
 
 // loadScripts loads scripts so that no call meets NOSCRIPT (go-redis then
 // sends the script again, a second call through the hooks).
-func loadScripts(t testing.TB, c *redis.Client, scripts ...*redis.Script) {
+func loadScripts(t testing.TB, c *redis.Client, scripts ...*script) {
 	t.Helper()
 	for _, s := range scripts {
 		require.NoError(t, s.Load(context.Background(), c).Err())

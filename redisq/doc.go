@@ -81,7 +81,7 @@
 // Schedule change one item atomically; RequeueAllDead, DeleteAllDead and
 // Purge work in atomic batches of 200 items; Destroy removes the
 // items in such batches and then every other key of the queue, found by
-// SCAN. Every step keeps the invariants Audit checks. ListQueues lists the
+// SCAN (on a Cluster, in the queue's slot only). Every step keeps the invariants Audit checks. ListQueues lists the
 // registered queues (the set {dq}:queues, which New fills) that have data,
 // at a cost that grows with the number of queues, not keys; ScanQueues
 // finds every queue by SCANning the whole keyspace, and a QueueScanner does
@@ -132,6 +132,37 @@
 // Durability is the server's: with appendonly yes and appendfsync always, an
 // acknowledged Enqueue or Ack survives a crash of redis-server. New checks
 // that maxmemory-policy is noeviction (an evicting server may drop queue
-// keys) and fails (or warns, see WithEvictionCheck); where CONFIG is disabled
-// it logs a note and skips the check.
+// keys) and fails (or warns, see WithEvictionCheck), on the server or, on a
+// Cluster, on the master of the queue's slot and its replicas; where CONFIG
+// is disabled it logs a note and skips the check.
+//
+// Replication is asynchronous: a write acknowledged in the moment before a
+// master dies can be missing on the replica that takes over (an enqueue
+// lost, an ack undone and its item delivered again). WithReplicaAcks makes
+// every acknowledging write wait until n replicas have it (WAIT, in the same
+// round trip), or fail with ErrNotReplicated: tested by killing a master
+// whose replica was frozen for 300 ms, under load, on a local Cluster: 0
+// acknowledged enqueues lost and 0 acks undone with it (146 and 167 without
+// it), at about 40% of the throughput. Writes stop while fewer than n
+// replicas are connected: run n+1 replicas per master.
+//
+// # Redis Cluster
+//
+// A queue lives in one slot (its hash tag {dq:NAME}); every call goes to the
+// master of that slot. Each script declares in KEYS exactly the keys the call
+// touches and knows in advance (see scripts.go), and reads every key it
+// finds while running (an item hash behind a zset member) before its first
+// write, so that a key that has already moved to another node stops the
+// script before it changed anything. While the slot migrates, a call whose
+// keys are split between the two nodes, or absent from the node it reached
+// (a new item, a tombstone), is refused (TRYAGAIN, ASK) or stopped there;
+// redisq retries it with a backoff of 5 to 250 ms for up to
+// WithMigrationWait (30 s), so the queue's producers and consumers pause
+// while its slot moves instead of failing: on the development VM, moving a
+// slot of 4,000 keys (MIGRATE in batches of 10, as redis-cli --cluster
+// reshard does) under 2,000 enqueues a second took 0.1-0.15 s, no call
+// failed and the longest Enqueue took 0.12-0.18 s (TestClusterSlotMigrationUnderLoad).
+// The pause grows with the number of keys in the slot: about one key per
+// item, plus a few. Destroy and Audit read only the queue's slot, on its
+// master (CLUSTER GETKEYSINSLOT), never the other masters.
 package redisq

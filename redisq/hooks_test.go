@@ -68,7 +68,7 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // with other clients busy.
 type reloadMidPipeline struct {
 	side    redis.UniversalClient
-	scripts []*redis.Script
+	scripts []*script
 }
 
 func (h reloadMidPipeline) DialHook(next redis.DialHook) redis.DialHook { return next }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // State is the state of an item: scheduled (waiting for its due time, or
@@ -201,7 +199,7 @@ func (q *Queue) List(ctx context.Context, state State, opt ListOptions) (Page, e
 	if q.isClosed() {
 		return Page{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptList, code, opt.Offset, opt.Limit, flag(opt.Payloads), flag(opt.Reverse))
+	r, err := q.run(ctx, scriptList, []string{q.stateKey(state)}, code, opt.Offset, opt.Limit, flag(opt.Payloads), flag(opt.Reverse))
 	if err != nil {
 		return Page{}, err
 	}
@@ -221,6 +219,17 @@ func (q *Queue) List(ctx context.Context, state State, opt ListOptions) (Page, e
 	return p, nil
 }
 
+// stateKey is the zset of the items in state (a valid one).
+func (q *Queue) stateKey(state State) string {
+	switch state {
+	case StateScheduled:
+		return q.keys[kSched]
+	case StateInFlight:
+		return q.keys[kLease]
+	}
+	return q.keys[kDead]
+}
+
 func flag(b bool) string {
 	if b {
 		return "1"
@@ -238,7 +247,7 @@ func (q *Queue) Get(ctx context.Context, id string) (Item, error) {
 	if q.isClosed() {
 		return Item{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptGet, id)
+	r, err := q.run(ctx, scriptGet, []string{q.itemKey(id)}, id)
 	if err != nil {
 		return Item{}, err
 	}
@@ -283,7 +292,7 @@ func (q *Queue) GetPrefix(ctx context.Context, id string, max int) (Item, error)
 	if q.isClosed() {
 		return Item{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptGetPrefix, id, max)
+	r, err := q.run(ctx, scriptGetPrefix, []string{q.itemKey(id)}, id, max)
 	if err != nil {
 		return Item{}, err
 	}
@@ -296,7 +305,7 @@ func (q *Queue) GetPrefix(ctx context.Context, id string, max int) (Item, error)
 // get prefix: ARGV[2] id, ARGV[3] max. Returns {now} when not found, else
 // {now, item} where the payload is cut to max bytes, and not read at all
 // (HSTRLEN sizes it) when max is 0 or it is longer than MaxPrefixScan.
-var scriptGetPrefix = redis.NewScript(luaCommon + luaItem + `
+var scriptGetPrefix = newScript(luaCommon + luaItem + `
 local out = {(now_ms())}
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem')
@@ -339,7 +348,7 @@ func (q *Queue) DueHistogram(ctx context.Context, width time.Duration, buckets i
 		return DueHistogram{}, ErrClosed
 	}
 	w := width.Milliseconds()
-	r, err := q.run(ctx, scriptDueHistogram, w, buckets)
+	r, err := q.run(ctx, scriptDueHistogram, nil, w, buckets)
 	if err != nil {
 		return DueHistogram{}, err
 	}

@@ -211,7 +211,7 @@ func TestRegressionLostReplyRetries(t *testing.T) {
 	ctx := context.Background()
 	// Load every script first, so that the dropped reply is that of a
 	// script that ran (not of a NOSCRIPT EVALSHA).
-	for _, sc := range []*redis.Script{scriptAck, scriptNack, scriptDeadLetter, scriptCancel, scriptSchedule} {
+	for _, sc := range []*script{scriptAck, scriptNack, scriptDeadLetter, scriptCancel, scriptSchedule} {
 		require.NoError(t, sc.Load(ctx, c).Err())
 	}
 	take := func(t *testing.T, id string, d time.Duration) *Message {

@@ -33,7 +33,7 @@ type Message struct {
 // a read timeout, or a retry of yours), returns nil: the applied ack is
 // remembered by its lease token.
 func (m *Message) Ack(ctx context.Context) error {
-	r, err := m.q.run(ctx, scriptAck, m.ID, m.token)
+	r, err := m.q.run(ctx, scriptAck, []string{m.q.itemKey(m.ID), m.q.tombKey(m.token)}, m.ID, m.token)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (m *Message) NackAfter(ctx context.Context, delay time.Duration) error {
 // nack runs the nack script; us < 0 applies the backoff policy.
 func (m *Message) nack(ctx context.Context, us int64, reason string) (NackResult, error) {
 	o := m.q.opt
-	r, err := m.q.runOnce(ctx, scriptNack, m.ID, m.token, us, o.maxAttempts,
+	r, err := m.q.runOnce(ctx, scriptNack, []string{m.q.itemKey(m.ID)}, m.ID, m.token, us, o.maxAttempts,
 		delayUS(o.backoffBase), delayUS(o.backoffMax), reason)
 	if err != nil {
 		return NackResult{}, err
@@ -93,7 +93,7 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 	if d < time.Millisecond {
 		d = time.Millisecond
 	}
-	r, err := m.q.run(ctx, scriptExtend, m.ID, m.token, delayUS(d))
+	r, err := m.q.run(ctx, scriptExtend, []string{m.q.itemKey(m.ID)}, m.ID, m.token, delayUS(d))
 	if err != nil {
 		return err
 	}
@@ -131,23 +131,24 @@ func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 		return errs
 	}
 	ends := chunkEnds(len(msgs), func(i int) int { return len(msgs[i].ID) + len(msgs[i].token) })
-	var argss [][]interface{}
+	var chunks []chunk
 	for c, hi := range ends {
-		chunk := msgs[chunkStart(ends, c):hi]
-		args := make([]interface{}, 0, 1+2*len(chunk))
-		args = append(args, q.mpref)
-		for _, m := range chunk {
+		part := msgs[chunkStart(ends, c):hi]
+		ch := chunk{make([]string, 0, 2*len(part)), make([]interface{}, 0, 1+2*len(part))}
+		ch.args = append(ch.args, q.mpref)
+		for _, m := range part {
 			// An empty token owns no lease: the script answers 0
 			// without touching this queue's item of the same id.
 			tok := m.token
 			if m.q.mpref != q.mpref {
 				tok = ""
 			}
-			args = append(args, m.ID, tok)
+			ch.keys = append(ch.keys, q.itemKey(m.ID), q.tombKey(tok))
+			ch.args = append(ch.args, m.ID, tok)
 		}
-		argss = append(argss, args)
+		chunks = append(chunks, ch)
 	}
-	for c, cmd := range q.runChunks(ctx, scriptAckMany, argss) {
+	for c, cmd := range q.runChunks(ctx, scriptAckMany, chunks) {
 		lo := chunkStart(ends, c)
 		chunk := errs[lo:ends[c]]
 		r, err := cmd.Slice()

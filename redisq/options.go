@@ -32,18 +32,25 @@ type options struct {
 	eviction     EvictionCheck
 	logger       *slog.Logger
 	noRegistry   bool
+	// migrationWait bounds the retries of a call while its Cluster slot
+	// migrates (WithMigrationWait).
+	migrationWait time.Duration
+	// replicas and replicaTimeout: WithReplicaAcks (0: no WAIT).
+	replicas       int
+	replicaTimeout time.Duration
 }
 
 func defaultOptions() options {
 	return options{
-		visibility:   30 * time.Second,
-		maxAttempts:  10,
-		backoffBase:  time.Second,
-		backoffMax:   5 * time.Minute,
-		wakeCap:      5 * time.Second,
-		reclaimBatch: 100,
-		eviction:     EvictionFail,
-		logger:       slog.Default(),
+		visibility:    30 * time.Second,
+		maxAttempts:   10,
+		backoffBase:   time.Second,
+		backoffMax:    5 * time.Minute,
+		wakeCap:       5 * time.Second,
+		reclaimBatch:  100,
+		eviction:      EvictionFail,
+		logger:        slog.Default(),
+		migrationWait: defaultMigrationWait,
 	}
 }
 
@@ -156,4 +163,49 @@ func WithLogger(l *slog.Logger) Option {
 // registry; producers and consumers register their queues (the default).
 func WithoutRegistry() Option {
 	return func(o *options) error { o.noRegistry = true; return nil }
+}
+
+// defaultMigrationWait is WithMigrationWait's default.
+const defaultMigrationWait = 30 * time.Second
+
+// WithMigrationWait sets how long a call keeps retrying, with a backoff of
+// 5 to 250 ms, while Redis Cluster refuses it because the queue's slot is
+// migrating to another node (TRYAGAIN, or a redirect go-redis did not
+// follow to the end) or the cluster is reconfiguring (CLUSTERDOWN): default
+// 30 s, within the call's ctx; 0 returns such errors at once. A queue's
+// calls stall while its slot moves: see "Redis Cluster" in the package doc.
+func WithMigrationWait(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("redisq: migration wait %v < 0", d)
+		}
+		o.migrationWait = d
+		return nil
+	}
+}
+
+// WithReplicaAcks makes every acknowledging write (Enqueue and the other
+// enqueues, Schedule, Ack, AckTake's ack, AckMany, Nack, DeadLetter,
+// Extend, Cancel, Reschedule, Pause, Resume and the admin calls, batches
+// included) return only once n replicas of the master holding the queue
+// confirm it: the script is followed by WAIT n timeout on the same
+// connection, in the same round trip. When fewer confirm within timeout the
+// call returns an error wrapping ErrNotReplicated: the write was applied on
+// the master and may or may not survive a failover. A claim that acks
+// nothing is not confirmed (a claim lost in a failover only redelivers
+// earlier). Redis replication is asynchronous: without this option a write
+// acknowledged in the moment before a master dies can be lost with it, an
+// ack undone (the item delivered again). It costs a round trip to the
+// replicas on every write and a write stops while fewer than n replicas are
+// connected: give each master n+1 replicas so that one resyncing replica
+// does not stop writes. timeout must be positive and below the client's
+// ReadTimeout. Needs a *redis.Client or *redis.ClusterClient.
+func WithReplicaAcks(n int, timeout time.Duration) Option {
+	return func(o *options) error {
+		if n < 1 || timeout <= 0 {
+			return fmt.Errorf("redisq: replica acks %d within %v: want n >= 1 and a positive timeout", n, timeout)
+		}
+		o.replicas, o.replicaTimeout = n, timeout
+		return nil
+	}
 }

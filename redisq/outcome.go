@@ -105,7 +105,7 @@ func (m *Message) DeadLetter(ctx context.Context, reason string) (NackOutcome, e
 	if reason == "" {
 		reason = "dead-lettered by consumer"
 	}
-	r, err := m.q.runOnce(ctx, scriptDeadLetter, m.ID, m.token, truncReason(reason, MaxReasonLen))
+	r, err := m.q.runOnce(ctx, scriptDeadLetter, []string{m.q.itemKey(m.ID)}, m.ID, m.token, truncReason(reason, MaxReasonLen))
 	if err != nil {
 		return 0, err
 	}

@@ -2,8 +2,6 @@ package redisq
 
 import (
 	"context"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Pause stops deliveries of the queue, in every process: while it is
@@ -35,23 +33,23 @@ func (q *Queue) Paused(ctx context.Context) (bool, error) {
 	return q.client.HExists(ctx, q.keys[5], "paused").Result()
 }
 
-func (q *Queue) setPaused(ctx context.Context, s *redis.Script) error {
+func (q *Queue) setPaused(ctx context.Context, s *script) error {
 	if q.isClosed() {
 		return ErrClosed
 	}
-	_, err := q.run(ctx, s)
+	_, err := q.run(ctx, s, nil)
 	return err
 }
 
 // pause: marks the sequence hash (see luaClaim). {1} paused, {0} already.
-var scriptPause = redis.NewScript(`
-return {redis.call('HSETNX', KEYS[6], 'paused', 1)}
-`)
+var scriptPause = newScript(luaKeys+`
+return {redis.call('HSETNX', K_SEQ, 'paused', 1)}
+`, kSeq).acked()
 
 // resume: unmarks it and rings the marker for the waiting consumers. {1}
 // resumed, {0} was not paused.
-var scriptResume = redis.NewScript(`
-if redis.call('HDEL', KEYS[6], 'paused') == 0 then return {0} end
-redis.call('ZADD', KEYS[4], 0, 'w')
+var scriptResume = newScript(luaKeys+`
+if redis.call('HDEL', K_SEQ, 'paused') == 0 then return {0} end
+redis.call('ZADD', K_WAKE, 0, 'w')
 return {1}
-`)
+`, kSeq, kWake).acked()

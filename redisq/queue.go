@@ -57,7 +57,8 @@ type Queue struct {
 	name   string
 	opt    options
 	keys   []string
-	mpref  string // item hash prefix
+	mpref  string // item hash prefix "{dq:NAME}:m:"
+	kpref  string // key prefix "{dq:NAME}:"
 	wpref  string // private waiter key prefix
 	subsec time.Duration
 
@@ -108,12 +109,23 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 		opt:    o,
 		keys:   []string{p + ":sched", p + ":lease", p + ":dead", p + ":wake", p + ":stats", p + ":seq", p + ":timer", p + ":late"},
 		mpref:  p + ":m:",
+		kpref:  p + ":",
 		wpref:  p + ":w:" + hex.EncodeToString(inst[:]) + ":",
 		inst:   "q" + hex.EncodeToString(inst[:]) + ".",
 		subsec: time.Second,
 	}
 	if o.waitClient != nil {
 		q.wait = o.waitClient
+	}
+	if o.replicas > 0 {
+		switch client.(type) {
+		case *redis.Client, *redis.ClusterClient:
+		default:
+			return nil, fmt.Errorf("redisq: WithReplicaAcks needs a *redis.Client or *redis.ClusterClient, not %T", client)
+		}
+		if rt := readTimeout(client); rt > 0 && o.replicaTimeout >= rt {
+			return nil, fmt.Errorf("redisq: replica ack timeout %v is not below the client's ReadTimeout %v", o.replicaTimeout, rt)
+		}
 	}
 	// Sub-second waits go through Do, which uses the client's ReadTimeout;
 	// keep them well inside it.
@@ -126,7 +138,7 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 	if err := q.checkEviction(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := q.run(ctx, scriptMigrate); err != nil {
+	if _, err := q.run(ctx, scriptMigrate, nil); err != nil {
 		return nil, fmt.Errorf("redisq: upgrading queue %q: %w", name, err)
 	}
 	q.register(ctx)
@@ -154,42 +166,6 @@ func readTimeout(c redis.UniversalClient) time.Duration {
 	return rt
 }
 
-func (q *Queue) checkEviction(ctx context.Context) error {
-	if q.opt.eviction == EvictionIgnore {
-		return nil
-	}
-	res, err := q.client.ConfigGet(ctx, "maxmemory-policy").Result()
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		// Only a reply from the server (CONFIG renamed, disabled or not
-		// permitted, as on managed Redis) means "unavailable"; a connection
-		// failure is New's failure, not a reason to skip the check.
-		var reply redis.Error
-		if !errors.As(err, &reply) {
-			return fmt.Errorf("redisq: checking maxmemory-policy: %w", err)
-		}
-		q.opt.logger.Info("redisq: skipping maxmemory-policy check: CONFIG GET unavailable",
-			"queue", q.name, "err", err)
-		return nil
-	}
-	pol, ok := res["maxmemory-policy"]
-	if !ok {
-		q.opt.logger.Info("redisq: skipping maxmemory-policy check: not reported", "queue", q.name)
-		return nil
-	}
-	if pol == "noeviction" {
-		return nil
-	}
-	if q.opt.eviction == EvictionWarn {
-		q.opt.logger.Warn("redisq: maxmemory-policy is not noeviction; queue items may be evicted",
-			"queue", q.name, "policy", pol)
-		return nil
-	}
-	return fmt.Errorf("%w (it is %q); set it to noeviction or use WithEvictionCheck", ErrEvictionPolicy, pol)
-}
-
 // Name returns the queue name.
 func (q *Queue) Name() string { return q.name }
 
@@ -204,22 +180,6 @@ func checkID(id string) error {
 		return errors.New("redisq: empty id")
 	}
 	return nil
-}
-
-// runOnce is run with a new request id as the last argument, for the scripts
-// that make a rerun of the same call (go-redis retries a command whose reply
-// was lost to a broken connection or a timeout) return the first run's
-// reply instead of acting again or reporting a contradicting outcome.
-func (q *Queue) runOnce(ctx context.Context, s *redis.Script, args ...interface{}) ([]interface{}, error) {
-	rid := q.inst + strconv.FormatUint(q.reqSeq.Add(1), 36)
-	return q.run(ctx, s, append(args, rid)...)
-}
-
-func (q *Queue) run(ctx context.Context, s *redis.Script, args ...interface{}) ([]interface{}, error) {
-	a := make([]interface{}, 0, len(args)+1)
-	a = append(a, q.mpref)
-	a = append(a, args...)
-	return s.Run(ctx, q.client, q.keys, a...).Slice()
 }
 
 func toInt(v interface{}) int64 {
@@ -332,7 +292,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	if q.isClosed() {
 		return 0, ErrClosed
 	}
-	r, err := q.runOnce(ctx, scriptCancel, id)
+	r, err := q.runOnce(ctx, scriptCancel, []string{q.itemKey(id)}, id)
 	if err != nil {
 		return 0, err
 	}
@@ -370,7 +330,7 @@ func (q *Queue) reschedule(ctx context.Context, id, mode string, v int64) (time.
 	if q.isClosed() {
 		return time.Time{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptReschedule, id, mode, v)
+	r, err := q.run(ctx, scriptReschedule, []string{q.itemKey(id)}, id, mode, v)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -606,10 +566,12 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, time.Duration, error) {
 	s, args := scriptClaim, []interface{}{n, delayUS(q.opt.visibility), q.opt.maxAttempts,
 		delayUS(q.opt.backoffBase), delayUS(q.opt.backoffMax), q.opt.reclaimBatch, q.timerID(), "1"}
+	var extra []string
 	if done != nil {
 		s, args = scriptAckClaim, append(args, done.ID, done.token)
+		extra = []string{q.itemKey(done.ID), q.tombKey(done.token)}
 	}
-	r, err := q.run(ctx, s, args...)
+	r, err := q.run(ctx, s, extra, args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -735,7 +697,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	if q.isClosed() {
 		return Stats{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptStats)
+	r, err := q.run(ctx, scriptStats, nil)
 	if err != nil {
 		return Stats{}, err
 	}

@@ -65,7 +65,7 @@ const latenessCapMS = (1<<53 - 1) / scriptBatch
 
 // luaLateness defines record_lateness(due, k, now): it adds the deliveries
 // of one claim (the first k members of due, a WITHSCORES reply) to the
-// histogram in KEYS[8], with one HINCRBY per bucket touched and one for a
+// histogram in K_LATE, with one HINCRBY per bucket touched and one for a
 // non-zero sum. O(k·buckets) in Lua.
 //
 // It cannot fail, so a claim never errors after leasing: each lateness is
@@ -97,12 +97,12 @@ local function record_lateness(due, k, now)
     if counts[j] then
       local f = 'inf'
       if j <= #late_bounds then f = string.format('%d', late_bounds[j]) end
-      redis.call('HINCRBY', KEYS[8], f, string.format('%d', counts[j]))
+      redis.call('HINCRBY', K_LATE, f, string.format('%d', counts[j]))
     end
   end
   if sum > 0 then
-    local r = redis.pcall('HINCRBY', KEYS[8], 'sum', string.format('%d', sum))
-    if type(r) == 'table' and r.err then redis.call('HSET', KEYS[8], 'sum', '` + strconv.FormatInt(math.MaxInt64, 10) + `') end
+    local r = redis.pcall('HINCRBY', K_LATE, 'sum', string.format('%d', sum))
+    if type(r) == 'table' and r.err then redis.call('HSET', K_LATE, 'sum', '` + strconv.FormatInt(math.MaxInt64, 10) + `') end
   end
 end
 `

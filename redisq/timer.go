@@ -127,7 +127,7 @@ func (q *Queue) closeTimer() {
 	if owned {
 		c, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = scriptRelease.Run(c, q.client, q.keys, q.mpref, q.timerID()).Err()
+		_, _ = q.run(c, scriptRelease, nil, q.timerID())
 	}
 }
 

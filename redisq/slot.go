@@ -1,0 +1,122 @@
+package redisq
+
+import (
+	"context"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// keySlot is the Redis Cluster hash slot of key: CRC16 (XMODEM) of its hash
+// tag (the part between the first '{' and the next '}', when not empty),
+// or of the whole key, modulo 16384.
+func keySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc % 16384)
+}
+
+// slotKeysAtOnce is the most keys in the queue's slot that Audit reads with
+// one CLUSTER GETKEYSINSLOT (a command that runs on the master's main
+// thread, O(keys)); a larger slot is SCANned on its master instead.
+const slotKeysAtOnce = 10000
+
+// eachQueueKey calls fn with pages of the names of the queue's keys that
+// start with prefix. On one server (or a Ring) it SCANs the keyspace; on a
+// Cluster it reads only the queue's slot, on the master that holds it
+// (CLUSTER GETKEYSINSLOT, or for a slot of more than slotKeysAtOnce keys a
+// SCAN of that master alone), never the other masters.
+func (q *Queue) eachQueueKey(ctx context.Context, prefix string, fn func([]string) error) error {
+	cc, ok := q.client.(*redis.ClusterClient)
+	if !ok {
+		return scanKeys(ctx, q.client, globEscape(prefix)+"*", fn)
+	}
+	node, err := cc.MasterForKey(ctx, q.keys[kSched])
+	if err != nil {
+		return err
+	}
+	slot := keySlot(q.keys[kSched])
+	n, err := node.ClusterCountKeysInSlot(ctx, slot).Result()
+	if err != nil {
+		return err
+	}
+	if n > slotKeysAtOnce {
+		return scanKeys(ctx, node, globEscape(prefix)+"*", fn)
+	}
+	keys, err := node.ClusterGetKeysInSlot(ctx, slot, int(n)).Result()
+	if err != nil {
+		return err
+	}
+	var mine []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) {
+			mine = append(mine, k)
+		}
+	}
+	for len(mine) > 0 {
+		page := mine[:min(len(mine), scanPage)]
+		if err := fn(page); err != nil {
+			return err
+		}
+		mine = mine[len(page):]
+	}
+	return nil
+}
+
+// deleteQueueKeys deletes the queue's keys that are left after Destroy's
+// batches (counters, sequence, marker, timer, tombstones, replies, private
+// wake keys) and returns how many it deleted. On a Cluster it reads only
+// the queue's slot (CLUSTER GETKEYSINSLOT on its master, in pages of
+// scanPage keys plus the keys of other queues that share the slot, which
+// stay first in the slot's list), on one server it SCANs.
+func (q *Queue) deleteQueueKeys(ctx context.Context) (int64, error) {
+	var deleted int64
+	del := func(keys []string) error {
+		n, err := q.client.Del(ctx, keys...).Result()
+		deleted += n
+		return err
+	}
+	cc, ok := q.client.(*redis.ClusterClient)
+	if !ok {
+		return deleted, scanKeys(ctx, q.client, globEscape(q.kpref)+"*", del)
+	}
+	node, err := cc.MasterForKey(ctx, q.keys[kSched])
+	if err != nil {
+		return 0, err
+	}
+	slot := keySlot(q.keys[kSched])
+	others := 0
+	for {
+		keys, err := node.ClusterGetKeysInSlot(ctx, slot, others+scanPage).Result()
+		if err != nil {
+			return deleted, err
+		}
+		var mine []string
+		for _, k := range keys {
+			if strings.HasPrefix(k, q.kpref) {
+				mine = append(mine, k)
+			}
+		}
+		if len(mine) == 0 {
+			return deleted, nil
+		}
+		others = len(keys) - len(mine)
+		if err := del(mine); err != nil {
+			return deleted, err
+		}
+	}
+}
