@@ -1,10 +1,6 @@
 package redisq
 
-import (
-	"context"
-
-	"github.com/redis/go-redis/v9"
-)
+import "context"
 
 // release: ARGV[2] id, ARGV[3] token, ARGV[4] request id. {0} lease lost,
 // {1, due} back in sched at its due time with the lease's attempt
@@ -17,11 +13,11 @@ import (
 // it cannot settle the next lease. Its score is the due time it had, which
 // the claim did not change: it is due at once, ahead of every item due
 // after it, and behind the items due at the same millisecond.
-var scriptReleaseLease = redis.NewScript(luaCommon + luaLease + `
-redis.call('ZREM', KEYS[2], f[4])
+var scriptReleaseLease = newScript(luaCommon+luaLease+`
+redis.call('ZREM', K_LEASE, f[4])
 if f[6] == '1' then
   redis.call('DEL', h)
-  redis.call('HINCRBY', KEYS[5], 'cancelled', 1)
+  redis.call('HINCRBY', K_STATS, 'cancelled', 1)
   return done_gone({3})
 end
 local att = (tonumber(f[5]) or 1) - 1
@@ -30,7 +26,7 @@ local due = tonumber(redis.call('HGET', h, 'due')) or now
 if due > now then due = now end
 to_sched(h, ARGV[2], due, 'att', att, 'rq', ARGV[4], 'rr', enc({1, due}))
 return {1, due}
-`)
+`, kSched, kLease, kWake, kStats, kSeq).withRID().acked()
 
 // Release hands the message back without counting this delivery: the item
 // goes back to the schedule at the due time it had, so it is due at once
@@ -48,7 +44,7 @@ return {1, due}
 // whose reply was lost and that go-redis runs again reports what the first
 // run did. Release works after Close.
 func (m *Message) Release(ctx context.Context) error {
-	r, err := m.q.runOnce(ctx, scriptReleaseLease, m.ID, m.token)
+	r, err := m.q.runOnce(ctx, scriptReleaseLease, []string{m.q.itemKey(m.ID)}, m.ID, m.token)
 	if err != nil {
 		return err
 	}

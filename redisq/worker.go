@@ -793,7 +793,7 @@ func (w *Worker) tick(s *slot) {
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(w.base, min(w.vis, settleTimeout))
-	r, err := w.q.run(ctx, scriptExtend, j.m.ID, j.m.token, delayUS(w.vis))
+	r, err := w.q.run(ctx, scriptExtend, []string{w.q.itemKey(j.m.ID)}, j.m.ID, j.m.token, delayUS(w.vis))
 	cancel()
 	if err == nil && toInt(r[0]) == 0 {
 		err = ErrLeaseLost

@@ -80,7 +80,7 @@ type scriptLog struct {
 	runs  []string
 }
 
-func newScriptLog(named map[string]*redis.Script) *scriptLog {
+func newScriptLog(named map[string]*script) *scriptLog {
 	l := &scriptLog{names: map[string]string{}}
 	for name, s := range named {
 		l.names[s.Hash()] = name
@@ -254,7 +254,7 @@ func TestWorkerExtendsLeaseOfLongHandler(t *testing.T) {
 	noLeaks(t)
 	s := startRedis(t)
 	c := s.client(t)
-	scripts := newScriptLog(map[string]*redis.Script{"extend": scriptExtend,
+	scripts := newScriptLog(map[string]*script{"extend": scriptExtend,
 		"ack": scriptAck, "ackclaim": scriptAckClaim, "ackmany": scriptAckMany})
 	c.AddHook(scripts)
 	const vis = 1500 * time.Millisecond // a stall of 1 s would lose the lease
@@ -943,9 +943,9 @@ func TestReleaseCancelledExpiredAndRerun(t *testing.T) {
 	// The same request twice, as go-redis sends it again after a lost reply.
 	for _, id := range []string{"rerun", "rerun-cancelled"} {
 		m := by[id]
-		first, err := q.run(ctx, scriptReleaseLease, m.ID, m.token, "rid-"+id)
+		first, err := q.run(ctx, scriptReleaseLease, []string{q.itemKey(m.ID), q.ridKey("rid-" + id)}, m.ID, m.token, "rid-"+id)
 		require.NoError(t, err)
-		again, err := q.run(ctx, scriptReleaseLease, m.ID, m.token, "rid-"+id)
+		again, err := q.run(ctx, scriptReleaseLease, []string{q.itemKey(m.ID), q.ridKey("rid-" + id)}, m.ID, m.token, "rid-"+id)
 		require.NoError(t, err)
 		require.Equal(t, first, again, id)
 		require.NotEqual(t, int64(0), toInt(first[0]), id)
