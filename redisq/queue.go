@@ -138,8 +138,12 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 	if err := q.checkEviction(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := q.run(ctx, scriptMigrate, nil); err != nil {
+	r, err := q.run(ctx, scriptMigrate, []string{q.kpref + "parts"})
+	if err != nil {
 		return nil, fmt.Errorf("redisq: upgrading queue %q: %w", name, err)
+	}
+	if toInt(r[0]) == 2 {
+		return nil, fmt.Errorf("redisq: %q is a partitioned queue (use OpenPartitioned)", name)
 	}
 	q.register(ctx)
 	q.closeCtx, q.closeFunc = context.WithCancel(context.Background())
@@ -541,6 +545,13 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 				}
 			} else {
 				popped, err = q.block(ctx, wait, timed)
+			}
+			if err != nil && migrating(err) {
+				// The wait's keys are moving to another node: wake as
+				// if rung, after a pause, and let the claim (which
+				// retries while the slot migrates) decide.
+				q.pauseForMigration(ctx)
+				err = nil
 			}
 			if err != nil {
 				if ctx.Err() != nil {

@@ -233,6 +233,21 @@ func (q *Queue) retryMigrating(ctx context.Context, call func() error) error {
 	return err
 }
 
+// migrationPause is how long a blocked wait refused while its slot
+// migrates pauses before the claim that follows it.
+const migrationPause = 50 * time.Millisecond
+
+// pauseForMigration waits migrationPause, or until ctx ends: a blocked wait
+// refused while the slot migrates comes back this late instead of spinning.
+func (q *Queue) pauseForMigration(ctx context.Context) {
+	t := time.NewTimer(migrationPause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
 // migrating reports whether err is Redis Cluster saying that the keys of a
 // call are moving between nodes (or the cluster is reconfiguring): TRYAGAIN,
 // an ASK or MOVED redirect that go-redis did not follow to the end,

@@ -5,6 +5,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -34,12 +35,21 @@ type Server struct {
 // (later ones win) and waits until it answers PING (up to 15s). The caller
 // must Close it.
 func Start(args ...string) (*Server, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var err error
+	for range 5 { // a port taken between our check and the server's bind
+		var s *Server
+		if s, err = start(args); err == nil {
+			return s, nil
+		}
+	}
+	return nil, err
+}
+
+func start(args []string) (*Server, error) {
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
 	dir, err := os.MkdirTemp("", "redistest")
 	if err != nil {
 		return nil, err
@@ -53,6 +63,30 @@ func Start(args ...string) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// FreePort returns a loopback port that is free now, as is the port 10000
+// above it, which a Cluster node binds for its bus.
+func FreePort() (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if port+10000 > 65535 {
+			_ = l.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		_ = l.Close()
+		if err != nil {
+			continue
+		}
+		_ = bus.Close()
+		return port, nil
+	}
+	return 0, errors.New("redistest: no free port with its cluster bus port free")
 }
 
 // start runs the process and waits until it answers PING (up to 15s). The
