@@ -610,7 +610,10 @@ return out
 // s0 set so that n - s0 - r is the enqueued count that version kept, and the
 // two counters go (Delivered is the lateness histogram's count, which that
 // version kept as well). New runs it; one TYPE when there is nothing to do.
+// It returns {2}, changing nothing, when NAME is a partitioned queue (its
+// table {dq:NAME}:parts exists): its items are in its partitions' queues.
 var scriptMigrate = newScript(luaKeys+`
+if redis.call('EXISTS', K_PREFIX .. 'parts') == 1 then return {2} end
 if redis.call('TYPE', K_SEQ).ok ~= 'string' then return {0} end
 local n = tonumber(redis.call('GET', K_SEQ))
 local enq = tonumber(redis.call('HGET', K_STATS, 'enqueued') or '0')

@@ -7,9 +7,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// clusterSlots is the number of Redis Cluster hash slots.
+const clusterSlots = 16384
+
 // keySlot is the Redis Cluster hash slot of key: CRC16 (XMODEM) of its hash
 // tag (the part between the first '{' and the next '}', when not empty),
-// or of the whole key, modulo 16384.
+// or of the whole key, modulo 16384, as Redis computes it.
 func keySlot(key string) int {
 	if i := strings.IndexByte(key, '{'); i >= 0 {
 		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
@@ -17,18 +20,26 @@ func keySlot(key string) int {
 		}
 	}
 	var crc uint16
-	for k := 0; k < len(key); k++ {
-		crc ^= uint16(key[k]) << 8
+	for i := 0; i < len(key); i++ {
+		crc = crc<<8 ^ crc16tab[byte(crc>>8)^key[i]]
+	}
+	return int(crc) % clusterSlots
+}
+
+var crc16tab = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
 		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
 			} else {
-				crc <<= 1
+				c <<= 1
 			}
 		}
+		t[i] = c
 	}
-	return int(crc % 16384)
-}
+	return t
+}()
 
 // slotKeysAtOnce is the most keys in the queue's slot that Audit reads with
 // one CLUSTER GETKEYSINSLOT (a command that runs on the master's main

@@ -1,0 +1,528 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxPartitions is the largest partition count of a Partitioned queue.
+// Each partition costs a goroutine and, while callers take, a blocked
+// connection of the wait client (see Partitioned).
+const MaxPartitions = 256
+
+// PartitionedRegistryKey is the Redis set of the names of partitioned
+// queues, as RegistryKey is of ordinary ones: NewPartitioned adds its name
+// (one SADD, best effort; not with WithoutRegistry), Destroy removes it,
+// ListPartitioned reads it. The partitions themselves are ordinary queues
+// and are registered in RegistryKey as such.
+const PartitionedRegistryKey = "{dq}:partitioned"
+
+// ErrPartitions is wrapped by NewPartitioned's error when the queue exists
+// with another partition count: the count is fixed when the queue is
+// created, since it decides which partition every id and ordering key
+// lives in. Nothing is changed.
+var ErrPartitions = errors.New("redisq: partition count mismatch")
+
+// Partitioned is one logical delay queue stored as P ordinary queues (its
+// partitions) in different Redis Cluster slots, so that P masters share its
+// work: one queue lives in one slot and so on one master's single thread,
+// however many masters the Cluster has. P is fixed when the queue is
+// created (NewPartitioned stores it) and checked by every NewPartitioned.
+//
+// # Layout
+//
+// Partition i of the queue NAME with P partitions is the ordinary queue
+// named NAME~i.j, where j is the smallest number >= 0 that puts the
+// partition's hash tag {dq:NAME~i.j} in the i-th of P equal ranges of the
+// 16384 Cluster slots, one slot away from its ends: CRC16("dq:NAME~i.j")
+// mod 16384 in [⌊i·16384/P⌋+1, ⌊(i+1)·16384/P⌋-1). On a Cluster whose
+// masters hold equal
+// contiguous slot ranges (as redis-cli --cluster create assigns them) P
+// partitions thus land on min(P, masters) different masters, evenly; the
+// placement follows slots, not masters, so a Cluster with other slot
+// ranges, or one resharded later, may put several partitions on one master.
+// The names are stored when the queue is created, in the hash
+// {dq:NAME}:parts (fields n: P, v: the layout version 1, p0 … p(P-1): the
+// partition names), which every later NewPartitioned and OpenPartitioned
+// reads, so the names never depend on this computation again. The hash
+// shares the tag of an ordinary queue named NAME: NewPartitioned refuses a
+// name that an ordinary queue uses.
+//
+// # Routing
+//
+// Every item has a key that chooses its partition: its id, unless it was
+// enqueued through Route(key). The partition of a key is the 32-bit FNV-1a
+// hash of its bytes modulo P (PartitionOf), fixed for the life of the
+// queue. Enqueue, Schedule, Cancel, Reschedule, Get and the dead-letter
+// calls of Partitioned route by the id; items that share an ordering key
+// are enqueued and addressed through Route(key), which returns their
+// partition's Queue, so that they stay FIFO in one partition. Ids are
+// unique per partition: the same id enqueued under two keys that route to
+// different partitions is two items (Locate finds where an id lives).
+//
+// # Taking
+//
+// Take, TakeBatch and AckTake hand out the items of every partition, see
+// Take for how and in which order. Messages belong to their partition's
+// Queue: Ack, Nack, Extend and the rest work as on any Message.
+//
+// # Everything else
+//
+// Stats, List, DueHistogram, Purge, Audit, Destroy and the other admin
+// calls act on every partition and merge the results; Partition(i) gives
+// any of them for one partition. Do not Close the partitions' Queues:
+// Close the Partitioned, which closes them.
+//
+// All methods are safe for concurrent use.
+type Partitioned struct {
+	client redis.UniversalClient
+	name   string
+	parts  []*Queue
+	index  map[string]int // partition name -> index
+	meta   string         // {dq:NAME}:parts
+
+	tk        *taker
+	acks      []*acker
+	ackWG     sync.WaitGroup // the ackers' loops
+	closeOnce sync.Once
+}
+
+// partitionsKey is the hash that stores the partition table of the
+// partitioned queue name.
+func partitionsKey(name string) string { return "{dq:" + name + "}:parts" }
+
+// PartitionLayout returns the names NewPartitioned gives the partitions of
+// a new queue name with partitions partitions (see Partitioned's Layout).
+// A queue that exists keeps the names stored when it was created; read
+// them with PartitionNames. It panics on a bad name or count.
+func PartitionLayout(name string, partitions int) []string {
+	if !validName(name) || partitions < 1 || partitions > MaxPartitions {
+		panic(fmt.Sprintf("redisq: PartitionLayout(%q, %d)", name, partitions))
+	}
+	names := make([]string, partitions)
+	for i := range names {
+		// Away from the range's ends, where Cluster tools round the
+		// boundaries between masters either way.
+		lo, hi := i*clusterSlots/partitions+1, (i+1)*clusterSlots/partitions-1
+		for j := 0; ; j++ {
+			n := name + "~" + strconv.Itoa(i) + "." + strconv.Itoa(j)
+			if s := keySlot("dq:" + n); s >= lo && s < hi {
+				names[i] = n
+				break
+			}
+		}
+	}
+	return names
+}
+
+// scriptPartitions creates the partition table of a queue unless it exists
+// and returns it (HGETALL), or {-1} when an ordinary queue of that name has
+// data (its sequence key exists) and no table. KEYS[1] the table, KEYS[2]
+// the ordinary queue's sequence key; ARGV[1] P, ARGV[2..] the names.
+var scriptPartitions = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return {-1} end
+  local a = {'n', ARGV[1], 'v', '1'}
+  for i = 2, #ARGV do
+    a[#a + 1] = 'p' .. (i - 2)
+    a[#a + 1] = ARGV[i]
+  end
+  redis.call('HSET', KEYS[1], unpack(a))
+end
+return redis.call('HGETALL', KEYS[1])
+`)
+
+// parsePartitions reads a partition table (an HGETALL reply as a flat list
+// or a map) of the queue name. Everything in it is checked: it is data
+// from Redis.
+func parsePartitions(name string, fields map[string]string) ([]string, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("redisq: partitioned queue %q: bad partition table %s: %s", name, partitionsKey(name), why)
+	}
+	n, err := strconv.Atoi(fields["n"])
+	if err != nil || n < 1 || n > MaxPartitions {
+		return nil, bad(fmt.Sprintf("partition count %q", fields["n"]))
+	}
+	if v := fields["v"]; v != "1" {
+		return nil, bad(fmt.Sprintf("layout version %q (this redisq knows 1)", v))
+	}
+	names := make([]string, n)
+	seen := map[string]bool{}
+	for i := range names {
+		s, ok := fields["p"+strconv.Itoa(i)]
+		if !ok || !validName(s) || !strings.HasPrefix(s, name+"~") || seen[s] {
+			return nil, bad(fmt.Sprintf("partition %d named %q", i, s))
+		}
+		seen[s] = true
+		names[i] = s
+	}
+	return names, nil
+}
+
+func flatFields(r []interface{}) map[string]string {
+	m := make(map[string]string, len(r)/2)
+	for i := 0; i+1 < len(r); i += 2 {
+		k, _ := r[i].(string)
+		v, _ := r[i+1].(string)
+		m[k] = v
+	}
+	return m
+}
+
+// NewPartitioned returns the partitioned queue name with partitions
+// partitions (1..MaxPartitions) on client, creating its partition table if
+// the queue is new. name must be a valid queue name (non-empty, no '{' or
+// '}') not used by an ordinary queue. opts apply to every partition, as New
+// applies them (WithoutRegistry also keeps name out of
+// PartitionedRegistryKey). It runs one script that creates or reads the
+// partition table, then New for every partition concurrently (each a
+// CONFIG GET, a script and an SADD, see New), then one SADD of name to
+// PartitionedRegistryKey (best effort, as New's). It returns an error
+// wrapping ErrPartitions when the queue exists with another partition
+// count, an error for a bad name, count or option, for an ordinary queue of
+// that name, for a bad partition table, or what New returns for a
+// partition. The caller keeps ownership of client; Close does not close it.
+func NewPartitioned(ctx context.Context, client redis.UniversalClient, name string, partitions int, opts ...Option) (*Partitioned, error) {
+	if partitions < 1 || partitions > MaxPartitions {
+		return nil, fmt.Errorf("redisq: partition count %d not in 1..%d", partitions, MaxPartitions)
+	}
+	return openPartitioned(ctx, client, name, partitions, opts)
+}
+
+// OpenPartitioned is NewPartitioned for a queue that exists, with the
+// partition count it was created with: it reads the partition table and
+// creates nothing but the partitions' Queue values (tools such as dqctl
+// use it with WithoutRegistry). It returns ErrNoQueue when name has no
+// partition table, and otherwise what NewPartitioned returns.
+func OpenPartitioned(ctx context.Context, client redis.UniversalClient, name string, opts ...Option) (*Partitioned, error) {
+	return openPartitioned(ctx, client, name, 0, opts)
+}
+
+// openPartitioned opens name, creating it with partitions partitions
+// unless partitions is 0.
+func openPartitioned(ctx context.Context, client redis.UniversalClient, name string, partitions int, opts []Option) (*Partitioned, error) {
+	if client == nil {
+		return nil, errors.New("redisq: nil client")
+	}
+	if !validName(name) {
+		return nil, fmt.Errorf("redisq: bad queue name %q", name)
+	}
+	o := defaultOptions()
+	for _, f := range opts {
+		if err := f(&o); err != nil {
+			return nil, err
+		}
+	}
+	meta := partitionsKey(name)
+	var names []string
+	var err error
+	if partitions == 0 {
+		names, err = PartitionNames(ctx, client, name)
+	} else {
+		names, err = createPartitions(ctx, client, name, partitions)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &Partitioned{
+		client: client,
+		name:   name,
+		parts:  make([]*Queue, len(names)),
+		index:  make(map[string]int, len(names)),
+		meta:   meta,
+	}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		p.index[n] = i
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.parts[i], errs[i] = New(ctx, client, n, opts...)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, q := range p.parts {
+			if q != nil {
+				_ = q.Close()
+			}
+		}
+		return nil, fmt.Errorf("redisq: partitioned queue %q: %w", name, err)
+	}
+	if !o.noRegistry {
+		if err := client.SAdd(ctx, PartitionedRegistryKey, name).Err(); err != nil {
+			o.logger.Debug("redisq: partitioned queue not added to the registry", "key", PartitionedRegistryKey, "err", err)
+		}
+	}
+	p.tk = newTaker(p.parts, o.logger)
+	p.acks = make([]*acker, len(p.parts))
+	for i, q := range p.parts {
+		p.acks[i] = &acker{q: q, wake: make(chan struct{}, 1)}
+	}
+	return p, nil
+}
+
+func createPartitions(ctx context.Context, client redis.UniversalClient, name string, partitions int) ([]string, error) {
+	layout := PartitionLayout(name, partitions)
+	args := make([]interface{}, 0, 1+len(layout))
+	args = append(args, partitions)
+	for _, n := range layout {
+		args = append(args, n)
+	}
+	r, err := scriptPartitions.Run(ctx, client, []string{partitionsKey(name), "{dq:" + name + "}:seq"}, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("redisq: partitioned queue %q: %w", name, err)
+	}
+	if len(r) == 1 && toInt(r[0]) == -1 {
+		return nil, fmt.Errorf("redisq: %q is an ordinary queue (its key {dq:%s}:seq exists), not a partitioned one", name, name)
+	}
+	f := flatFields(r)
+	if n, err := strconv.Atoi(f["n"]); err == nil && n != partitions {
+		return nil, fmt.Errorf("%w: queue %q has %d partitions, not %d", ErrPartitions, name, n, partitions)
+	}
+	return parsePartitions(name, f)
+}
+
+// PartitionNames returns the names of the partitions of the partitioned
+// queue name, in partition order, as its partition table stores them (one
+// HGETALL). It returns ErrNoQueue when there is no such table, an error for
+// a bad table or name, or a Redis/context error.
+func PartitionNames(ctx context.Context, c redis.UniversalClient, name string) ([]string, error) {
+	if !validName(name) {
+		return nil, fmt.Errorf("redisq: bad queue name %q", name)
+	}
+	f, err := c.HGetAll(ctx, partitionsKey(name)).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(f) == 0 {
+		return nil, ErrNoQueue
+	}
+	return parsePartitions(name, f)
+}
+
+// Name returns the queue name.
+func (p *Partitioned) Name() string { return p.name }
+
+// NumPartitions returns the partition count P.
+func (p *Partitioned) NumPartitions() int { return len(p.parts) }
+
+// Partition returns partition i (0 <= i < P) as the ordinary Queue it is,
+// for the per-partition view of any call. It panics on a bad i.
+func (p *Partitioned) Partition(i int) *Queue {
+	if i < 0 || i >= len(p.parts) {
+		panic(fmt.Sprintf("redisq: partition %d of %d", i, len(p.parts)))
+	}
+	return p.parts[i]
+}
+
+// PartitionOf returns the partition of key: FNV-1a (32-bit) of its bytes
+// modulo P. This is part of the stored data's format and never changes.
+func (p *Partitioned) PartitionOf(key string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return int(h % uint32(len(p.parts)))
+}
+
+// Route returns the partition Queue of the ordering key key. Enqueue items
+// that must stay in FIFO order among themselves (equal due times delivered
+// in enqueue order, one partition's due order) through the Queue of their
+// common key, and address them (Cancel, Reschedule, Get, …) through it
+// too: Partitioned's own calls route by the id, which may be another
+// partition.
+func (p *Partitioned) Route(key string) *Queue { return p.parts[p.PartitionOf(key)] }
+
+// PartitionOfMessage returns the partition that m was taken from, or -1
+// when m is nil or from no partition of this queue.
+func (p *Partitioned) PartitionOfMessage(m *Message) int {
+	if m == nil {
+		return -1
+	}
+	i, ok := p.index[m.QueueName()]
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// Enqueue is Queue.Enqueue on the partition of id.
+func (p *Partitioned) Enqueue(ctx context.Context, id string, payload []byte, at time.Time) error {
+	return p.Route(id).Enqueue(ctx, id, payload, at)
+}
+
+// EnqueueAfter is Queue.EnqueueAfter on the partition of id.
+func (p *Partitioned) EnqueueAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (time.Time, error) {
+	return p.Route(id).EnqueueAfter(ctx, id, payload, delay)
+}
+
+// Schedule is Queue.Schedule on the partition of id.
+func (p *Partitioned) Schedule(ctx context.Context, id string, payload []byte, at time.Time) (ScheduleResult, error) {
+	return p.Route(id).Schedule(ctx, id, payload, at)
+}
+
+// ScheduleAfter is Queue.ScheduleAfter on the partition of id.
+func (p *Partitioned) ScheduleAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (ScheduleResult, error) {
+	return p.Route(id).ScheduleAfter(ctx, id, payload, delay)
+}
+
+// Cancel is Queue.Cancel on the partition of id.
+func (p *Partitioned) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
+	return p.Route(id).Cancel(ctx, id)
+}
+
+// Reschedule is Queue.Reschedule on the partition of id.
+func (p *Partitioned) Reschedule(ctx context.Context, id string, at time.Time) error {
+	return p.Route(id).Reschedule(ctx, id, at)
+}
+
+// RescheduleAfter is Queue.RescheduleAfter on the partition of id.
+func (p *Partitioned) RescheduleAfter(ctx context.Context, id string, delay time.Duration) (time.Time, error) {
+	return p.Route(id).RescheduleAfter(ctx, id, delay)
+}
+
+// Get is Queue.Get on the partition of id.
+func (p *Partitioned) Get(ctx context.Context, id string) (Item, error) {
+	return p.Route(id).Get(ctx, id)
+}
+
+// GetPrefix is Queue.GetPrefix on the partition of id.
+func (p *Partitioned) GetPrefix(ctx context.Context, id string, max int) (Item, error) {
+	return p.Route(id).GetPrefix(ctx, id, max)
+}
+
+// RequeueDead is Queue.RequeueDead on the partition of id.
+func (p *Partitioned) RequeueDead(ctx context.Context, id string) error {
+	return p.Route(id).RequeueDead(ctx, id)
+}
+
+// DeleteDead is Queue.DeleteDead on the partition of id.
+func (p *Partitioned) DeleteDead(ctx context.Context, id string) error {
+	return p.Route(id).DeleteDead(ctx, id)
+}
+
+// Locate returns the partitions that hold the item id, in partition
+// order, for an item enqueued under an ordering key that is not at hand:
+// one GetPrefix(id, 0) per partition (O(log n), no payload read), run
+// concurrently. It returns ErrNotFound when no partition holds id, or the
+// first Redis/context error (with the partitions found so far).
+func (p *Partitioned) Locate(ctx context.Context, id string) ([]int, error) {
+	found := make([]bool, len(p.parts))
+	err := p.each(func(i int, q *Queue) error {
+		_, err := q.GetPrefix(ctx, id, 0)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		found[i] = err == nil
+		return err
+	})
+	var at []int
+	for i, f := range found {
+		if f {
+			at = append(at, i)
+		}
+	}
+	if err == nil && len(at) == 0 {
+		err = ErrNotFound
+	}
+	return at, err
+}
+
+// EnqueueMany is Queue.EnqueueMany with every item on the partition of its
+// id: the items of each partition are sent as one EnqueueMany, in slice
+// order, and the partitions concurrently (one round trip each, at the same
+// time). It returns one result per item, in order, and the error of the
+// earliest item whose round trip failed (nil when every item got an
+// answer). An empty id anywhere returns an error before anything is sent;
+// ErrClosed after Close.
+func (p *Partitioned) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]EnqueueResult, error) {
+	for _, it := range items {
+		if err := checkID(it.ID); err != nil {
+			return nil, err
+		}
+	}
+	byPart := make([][]int, len(p.parts))
+	for i, it := range items {
+		k := p.PartitionOf(it.ID)
+		byPart[k] = append(byPart[k], i)
+	}
+	res := make([]EnqueueResult, len(items))
+	err := p.each(func(k int, q *Queue) error {
+		if len(byPart[k]) == 0 {
+			return nil
+		}
+		its := make([]EnqueueItem, len(byPart[k]))
+		for j, i := range byPart[k] {
+			its[j] = items[i]
+		}
+		r, err := q.EnqueueMany(ctx, its)
+		if r == nil && err != nil {
+			for _, i := range byPart[k] {
+				res[i].Err = err
+			}
+			return nil
+		}
+		for j, i := range byPart[k] {
+			res[i] = r[j]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range res {
+		if r.Err != nil && !errors.Is(r.Err, ErrDuplicate) {
+			return res, r.Err
+		}
+	}
+	return res, nil
+}
+
+// each runs fn for every partition concurrently and returns the error of
+// the lowest partition that failed, naming it.
+func (p *Partitioned) each(fn func(i int, q *Queue) error) error {
+	errs := make([]error, len(p.parts))
+	var wg sync.WaitGroup
+	for i, q := range p.parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i, q)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("redisq: partition %q: %w", p.parts[i].Name(), err)
+		}
+	}
+	return nil
+}
+
+// Close stops taking: Take calls in progress return ErrClosed, the
+// partitions' waits end, the items claimed and not yet handed out are
+// released (Message.Release: back to their schedule, no attempt counted),
+// pending acks are sent, and every partition's Queue is closed; Close
+// returns when all that is done. Messages already handed out can still be
+// settled. Later calls behave as Queue's after Close. It always returns
+// nil and is idempotent.
+func (p *Partitioned) Close() error {
+	p.closeOnce.Do(func() {
+		p.tk.close()
+		p.closeAcks()
+		for _, q := range p.parts {
+			_ = q.Close()
+		}
+	})
+	return nil
+}
