@@ -25,6 +25,7 @@ var (
 	redisItems   = queueDesc("redisq_items", "Items in each state now.", "state")
 	redisDue     = queueDesc("redisq_due_items", "Scheduled items already due and not yet claimed.")
 	redisOverdue = queueDesc("redisq_oldest_overdue_seconds", "How long the earliest due item has been due (0 if none).")
+	redisPaused  = queueDesc("redisq_queue_paused", "1 while the queue is paused (redisq Queue.Pause: nothing is delivered), else 0.")
 	redisLate    = queueDesc("redisq_delivery_lateness_seconds",
 		"Lateness of deliveries: Redis TIME at claim minus the item's due time.")
 )
@@ -239,7 +240,7 @@ func NewRedisServerCollector(client redis.UniversalClient, opts ...RedisOption) 
 
 // Describe implements prometheus.Collector.
 func (c *RedisCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{redisUp, redisItems, redisDue, redisOverdue, redisLate,
+	for _, d := range []*prometheus.Desc{redisUp, redisItems, redisDue, redisOverdue, redisPaused, redisLate,
 		redisScrapeErr, redisDiscoveryErr, redisListErr} {
 		ch <- d
 	}
@@ -384,6 +385,11 @@ func queueMetrics(out []prometheus.Metric, t *target, r statsResult) []prometheu
 	}
 	out = append(out, constMetric(redisDue, prometheus.GaugeValue, float64(st.DueBacklog), name))
 	out = append(out, constMetric(redisOverdue, prometheus.GaugeValue, st.OldestOverdue.Seconds(), name))
+	paused := 0.0
+	if st.Paused {
+		paused = 1
+	}
+	out = append(out, constMetric(redisPaused, prometheus.GaugeValue, paused, name))
 	for _, m := range redisCounters {
 		out = append(out, constMetric(m.desc, prometheus.CounterValue, float64(m.val(&st.StatsCounters)), name))
 	}

@@ -180,3 +180,47 @@ redisq_items{queue="we\"ird",state="scheduled"} 1
 		t.Fatal("scrape of a dead server succeeded")
 	}
 }
+
+// TestRedisQueuePaused: redisq_queue_paused is 1 while the queue is paused
+// (Queue.Pause, from any process) and 0 again after Resume, for given
+// queues and server-wide collectors alike.
+func TestRedisQueuePaused(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "mail")
+	other := newQueue(t, c, "sms")
+	for _, q := range []*redisq.Queue{q, other} {
+		if _, err := q.EnqueueAfter(ctx, "x", nil, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	given, server := dqprom.NewRedisCollector(q, other), dqprom.NewRedisServerCollector(c)
+	want := func(mail, sms int) {
+		t.Helper()
+		exp := fmt.Sprintf(`
+# HELP redisq_queue_paused 1 while the queue is paused (redisq Queue.Pause: nothing is delivered), else 0.
+# TYPE redisq_queue_paused gauge
+redisq_queue_paused{queue="mail"} %d
+redisq_queue_paused{queue="sms"} %d
+`, mail, sms)
+		for name, col := range map[string]prometheus.Collector{"given queues": given, "server-wide": server} {
+			if err := testutil.CollectAndCompare(col, strings.NewReader(exp), "redisq_queue_paused"); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	}
+	want(0, 0)
+	if err := q.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want(1, 0)
+	if err := q.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want(0, 0)
+	if probs, err := testutil.CollectAndLint(given); err != nil || len(probs) > 0 {
+		t.Errorf("lint: %v %v", probs, err)
+	}
+}

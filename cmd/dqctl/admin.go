@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -25,7 +26,11 @@ func cmdDead(e *env, requeue bool) error {
 		if err != nil {
 			return err
 		}
-		if err := e.confirm(fmt.Sprintf("%s all %d dead items of queue %s? [y/N] ", verb, st.Dead, quote(q.Name())), "y"); err != nil {
+		all := "all "
+		if st.Dead == 1 {
+			all = "the "
+		}
+		if err := e.confirm(fmt.Sprintf("%s %s%s of queue %s? [y/N] ", verb, all, plural(st.Dead, "dead item"), quote(q.Name())), "y"); err != nil {
 			return err
 		}
 		var n int64
@@ -34,8 +39,8 @@ func cmdDead(e *env, requeue bool) error {
 		} else {
 			n, err = q.DeleteAllDead(e.ctx)
 		}
-		e.printf("%s %d dead items of queue %s\n", done, n, quote(q.Name()))
-		return err
+		e.printf("%s %s of queue %s\n", done, plural(n, "dead item"), quote(q.Name()))
+		return partial(e, err, "dead items")
 	}
 	return eachID(e, q, func(id string) error {
 		var err error
@@ -51,6 +56,18 @@ func cmdDead(e *env, requeue bool) error {
 	})
 }
 
+// partial explains an error that stopped a bulk operation midway: what
+// was done was printed, the rest is as it was.
+func partial(e *env, err error, rest string) error {
+	if err != nil && errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("stopped after -timeout %v: the other %s are as they were; run it again, or give a larger -timeout (%w)", e.conn.timeout, rest, err)
+	}
+	return err
+}
+
+// errMarked: the in-flight item was marked by an earlier delete.
+var errMarked = errors.New("already marked")
+
 // eachID runs f for every id argument and reports each failure. Its exit
 // code is 3 when every failure was an unknown id or an item in the wrong
 // state, else 1.
@@ -65,6 +82,8 @@ func eachID(e *env, q *redisq.Queue, f func(id string) error) error {
 			err = fmt.Errorf("no item %s in queue %s", quote(id), quote(q.Name()))
 		case errors.Is(err, redisq.ErrNotDead):
 			err = fmt.Errorf("item %s is not dead; nothing changed", quote(id))
+		case errors.Is(err, errMarked):
+			err = fmt.Errorf("item %s is in flight and already marked: deleted when its consumer settles it; nothing changed", quote(id))
 		case e.ctx.Err() != nil:
 			return err
 		default:
@@ -85,6 +104,13 @@ func cmdDelete(e *env) error {
 		return err
 	}
 	return eachID(e, q, func(id string) error {
+		// An in-flight item marked before stays marked: say so, rather
+		// than "marked" again. (GetPrefix with 0 reads no payload.)
+		if it, err := q.GetPrefix(e.ctx, id, 0); err != nil {
+			return err
+		} else if it.State == redisq.StateInFlight && it.Cancelled {
+			return errMarked
+		}
 		out, err := q.Cancel(e.ctx, id)
 		switch {
 		case err != nil:
@@ -111,7 +137,7 @@ func cmdPurge(e *env) error {
 	if err != nil {
 		return err
 	}
-	if err := e.confirm(fmt.Sprintf("purge %d %s items of queue %s? [y/N] ", p.Total, state, quote(q.Name())), "y"); err != nil {
+	if err := e.confirm(fmt.Sprintf("purge %s of queue %s? [y/N] ", plural(p.Total, state.String()+" item"), quote(q.Name())), "y"); err != nil {
 		return err
 	}
 	n, err := q.Purge(e.ctx, state)
@@ -119,8 +145,37 @@ func cmdPurge(e *env) error {
 	if state == redisq.StateInFlight {
 		what = "marked"
 	}
-	e.printf("purged queue %s: %s %d %s items\n", quote(q.Name()), what, n, state)
-	return err
+	e.printf("purged queue %s: %s %s\n", quote(q.Name()), what, plural(n, state.String()+" item"))
+	return partial(e, err, state.String()+" items")
+}
+
+// cmdPause pauses (or resumes) the queue's deliveries.
+func cmdPause(e *env, pause bool) error {
+	q, err := e.queue()
+	if err != nil {
+		return err
+	}
+	paused, err := q.Paused(e.ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case pause && paused:
+		e.printf("queue %s is already paused; nothing changed\n", quote(q.Name()))
+	case !pause && !paused:
+		e.printf("queue %s is not paused; nothing changed\n", quote(q.Name()))
+	case pause:
+		if err := q.Pause(e.ctx); err != nil {
+			return err
+		}
+		e.printf("paused queue %s: consumers take nothing until dqctl resume; enqueues, acks and admin commands go on\n", quote(q.Name()))
+	default:
+		if err := q.Resume(e.ctx); err != nil {
+			return err
+		}
+		e.printf("resumed queue %s: consumers take due items again\n", quote(q.Name()))
+	}
+	return nil
 }
 
 func cmdDestroy(e *env) error {
@@ -144,6 +199,6 @@ func cmdDestroy(e *env) error {
 	if err != nil {
 		return err
 	}
-	e.printf("destroyed queue %s: %d keys deleted\n", quote(q.Name()), n)
+	e.printf("destroyed queue %s: %s deleted\n", quote(q.Name()), plural(n, "key"))
 	return nil
 }

@@ -59,7 +59,8 @@ func (c *conn) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.tls, "tls", false, "connect with TLS")
 	fs.BoolVar(&c.insecure, "tls-insecure", false, "with -tls: do not verify the server's certificate")
 	fs.StringVar(&c.cluster, "cluster", "", "Redis Cluster: comma-separated seed `addrs` (instead of -redis)")
-	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "time limit for the command (watch and serve-metrics: per refresh or scrape)")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "time limit of the command's Redis work, after any confirmation; a slow reply is interrupted. "+
+		"watch: per refresh; serve: per page; serve-metrics: per scrape (keep it under Prometheus' scrape_timeout, 10s by default)")
 }
 
 func envOr(k, def string) string {
@@ -69,14 +70,21 @@ func envOr(k, def string) string {
 	return def
 }
 
+// where names the server for messages: "127.0.0.1:6379", "127.0.0.1:6379
+// db 3", "cluster a:1,b:2".
 func (c *conn) where() string {
-	if c.cluster != "" {
+	switch {
+	case c.cluster != "":
 		return "cluster " + c.cluster
+	case c.db != 0:
+		return fmt.Sprintf("%s db %d", c.addr, c.db)
 	}
 	return c.addr
 }
 
-// client connects and checks the server answers.
+// client connects and checks the server answers. Its commands honour
+// their context's deadline (ContextTimeoutEnabled), so -timeout
+// interrupts a reply that does not come.
 func (c *conn) client(ctx context.Context) (redis.UniversalClient, error) {
 	var tc *tls.Config
 	if c.tls {
@@ -88,15 +96,17 @@ func (c *conn) client(ctx context.Context) (redis.UniversalClient, error) {
 			return nil, usageErr("-db cannot be used with -cluster (Cluster has only database 0)")
 		}
 		addrs := strings.Split(c.cluster, ",")
-		cl = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: c.user, Password: c.password, TLSConfig: tc})
+		cl = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: c.user, Password: c.password, TLSConfig: tc,
+			ContextTimeoutEnabled: true})
 	} else {
-		cl = redis.NewClient(&redis.Options{Addr: c.addr, Username: c.user, Password: c.password, DB: c.db, TLSConfig: tc})
+		cl = redis.NewClient(&redis.Options{Addr: c.addr, Username: c.user, Password: c.password, DB: c.db, TLSConfig: tc,
+			ContextTimeoutEnabled: true})
 	}
 	pctx, cancel := context.WithTimeout(ctx, min(c.timeout, 5*time.Second))
 	defer cancel()
 	if err := cl.Ping(pctx).Err(); err != nil {
 		_ = cl.Close()
-		return nil, fmt.Errorf("cannot reach Redis at %s: %v", c.where(), err)
+		return nil, fmt.Errorf("cannot reach Redis at %s: %w", c.where(), err)
 	}
 	return cl, nil
 }
@@ -107,39 +117,68 @@ type command struct {
 	min, max         int                            // positional arguments (max -1: no limit)
 	flags            func(fs *flag.FlagSet, e *env) // the command's own flags, into e
 	run              func(e *env) error
+	// serving: the command runs until interrupted and applies -timeout
+	// to each refresh, page or scrape itself; others run under -timeout.
+	serving bool
+	// write: the command changes the queue (its messages say when
+	// nothing changed).
+	write bool
 }
 
 // env is what a command runs with.
 type env struct {
-	ctx    context.Context
-	conn   *conn
-	c      redis.UniversalClient
-	args   []string // positional arguments
-	stdin  *bufio.Reader
-	stdout io.Writer
-	stderr io.Writer
+	// ctx is the command's context: under -timeout, unless the command
+	// is serving; base is ctx without the timeout.
+	ctx, base context.Context
+	cancel    context.CancelFunc
+	cmd       *command
+	conn      *conn
+	c         redis.UniversalClient
+	args      []string // positional arguments
+	stdin     *bufio.Reader
+	stdout    io.Writer
+	stderr    io.Writer
 
 	// Command flags.
 	json     bool
 	yes      bool
 	all      bool
+	full     bool // show everything, not what fits the terminal
+	scan     bool // queues: SCAN for every queue, registered or not
 	page     redisq.ListOptions
 	listen   string
 	interval time.Duration
 	window   time.Duration
 	count    int
 
-	// serve's flags.
-	readOnly  bool
-	basicAuth string
-	prefix    string
+	// serve's and serve-metrics' flags.
+	readOnly   bool
+	basicAuth  string
+	prefix     string
+	title      string
+	refresh    time.Duration
+	queues     []string // serve: the queues the overview lists
+	allowHosts []string
+	scanKeys   int
 }
 
 func (e *env) printf(format string, a ...any) { fmt.Fprintf(e.stdout, format, a...) }
 
+// restartTimeout gives the command a new -timeout from now: after a
+// confirmation, the time the operator took to answer does not count.
+func (e *env) restartTimeout() {
+	if e.cmd.serving {
+		return
+	}
+	e.cancel()
+	e.ctx, e.cancel = context.WithTimeout(e.base, e.conn.timeout)
+}
+
 // queue opens the queue named by args[0] and checks that it exists.
-func (e *env) queue() (*redisq.Queue, error) {
-	name := e.args[0]
+func (e *env) queue() (*redisq.Queue, error) { return e.open(e.args[0]) }
+
+// open opens the queue name and checks that it exists.
+func (e *env) open(name string) (*redisq.Queue, error) {
 	if name == "" || strings.ContainsAny(name, "{}") {
 		return nil, usageErr("bad queue name %s: names are non-empty and hold no '{' or '}'", quote(name))
 	}
@@ -152,16 +191,22 @@ func (e *env) queue() (*redisq.Queue, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, notFound("no queue named %s on %s; nothing changed (dqctl queues lists them)", quote(name), e.conn.where())
+		unchanged := ""
+		if e.cmd.write {
+			unchanged = "; nothing changed"
+		}
+		return nil, notFound("no queue named %s on %s%s (dqctl queues lists them)", quote(name), e.conn.where(), unchanged)
 	}
 	return q, nil
 }
 
-// confirm asks the operator; -yes answers for them.
+// confirm asks the operator; -yes answers for them. The command's
+// -timeout starts again once they have answered.
 func (e *env) confirm(prompt, want string) error {
 	if e.yes {
 		return nil
 	}
+	defer e.restartTimeout()
 	fmt.Fprint(e.stderr, prompt)
 	line, err := e.stdin.ReadString('\n')
 	if err != nil && line == "" {
@@ -179,6 +224,8 @@ func (e *env) confirm(prompt, want string) error {
 const usageHead = `dqctl inspects and administers redisq queues.
 
 Usage: dqctl [connection flags] COMMAND [flags] [arguments]
+Flags may come before or after the arguments; an argument that starts
+with "-" (an id such as -5) goes after "--".
 
 Commands:
 `
@@ -186,14 +233,39 @@ Commands:
 const usageTail = `
 Connection flags (accepted before or after COMMAND):
 %s
-Exit codes: 0 ok, 1 error, 2 bad usage, 3 no such queue or item, 4 aborted.
-Run dqctl COMMAND -h for a command's flags.
+Exit codes: 0 ok, 1 error, 2 bad usage, 3 no such queue or item (or not in
+the state the command needs), 4 aborted.
+Run dqctl help COMMAND (or dqctl COMMAND -h) for a command's flags.
 `
+
+// synopsis is the command with its flags and arguments:
+// "list [-full] [-json] [-limit n] ... QUEUE STATE".
+func (c *command) synopsis() string { return strings.Join(c.synopsisParts(), " ") }
+
+func (c *command) synopsisParts() []string {
+	parts := []string{c.name}
+	if c.flags != nil {
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		c.flags(fs, &env{})
+		fs.VisitAll(func(f *flag.Flag) {
+			name, _ := flag.UnquoteUsage(f)
+			if name == "" {
+				parts = append(parts, "[-"+f.Name+"]")
+			} else {
+				parts = append(parts, "[-"+f.Name+" "+name+"]")
+			}
+		})
+	}
+	if c.args != "" {
+		parts = append(parts, c.args)
+	}
+	return parts
+}
 
 func usage(w io.Writer, cmds []command) {
 	fmt.Fprint(w, usageHead)
-	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-14s %s\n  %-14s   %s\n", c.name, c.args, "", c.help)
+	for i := range cmds {
+		fmt.Fprint(w, wrap("  ", "        ", cmds[i].synopsisParts(), ""), wrap("      ", "      ", strings.Fields(cmds[i].help), ""))
 	}
 	var b strings.Builder
 	fs := flag.NewFlagSet("dqctl", flag.ContinueOnError)
@@ -201,6 +273,41 @@ func usage(w io.Writer, cmds []command) {
 	new(conn).register(fs)
 	fs.PrintDefaults()
 	fmt.Fprintf(w, usageTail, b.String())
+}
+
+// commandUsage prints one command's usage and flags.
+func commandUsage(w io.Writer, c *command) {
+	fmt.Fprintf(w, "Usage: dqctl %s\n  %s\n", c.synopsis(), c.help)
+	if c.flags == nil {
+		fmt.Fprintln(w, "\nNo flags but the connection flags (dqctl -h).")
+		return
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	c.flags(fs, &env{})
+	fmt.Fprintln(w, "\nFlags (the connection flags too, dqctl -h):")
+	fs.PrintDefaults()
+}
+
+// parseArgs parses args with fs, flags and positional arguments in any
+// order (the flag package stops at the first argument); everything after
+// "--" is an argument.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
 }
 
 // run runs dqctl with args and returns the exit code.
@@ -223,19 +330,32 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	name := top.Arg(0)
-	i := slices.IndexFunc(cmds, func(c command) bool { return c.name == name })
-	if i < 0 {
-		fmt.Fprintf(stderr, "dqctl: unknown command %s (dqctl -h lists them)\n", quote(name))
+	find := func(name string) *command {
+		if i := slices.IndexFunc(cmds, func(c command) bool { return c.name == name }); i >= 0 {
+			return &cmds[i]
+		}
+		return nil
+	}
+	if name == "help" {
+		switch rest := top.Args()[1:]; {
+		case len(rest) == 0:
+			usage(stdout, cmds)
+		case len(rest) == 1 && find(rest[0]) != nil:
+			commandUsage(stdout, find(rest[0]))
+		default:
+			fmt.Fprintf(stderr, "dqctl help: unknown command %s (dqctl help lists them)\n", quote(strings.Join(rest, " ")))
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd := find(name)
+	if cmd == nil {
+		fmt.Fprintf(stderr, "dqctl: unknown command %s (dqctl help lists them)\n", quote(name))
 		return exitUsage
 	}
-	cmd := cmds[i]
-	e := &env{ctx: ctx, conn: cn, stdin: bufio.NewReader(stdin), stdout: stdout, stderr: stderr}
+	e := &env{base: ctx, cmd: cmd, conn: cn, stdin: bufio.NewReader(stdin), stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("dqctl "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: dqctl %s [flags] %s\n  %s\n\nFlags:\n", cmd.name, cmd.args, cmd.help)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard)
 	// The connection flags again, so they may follow COMMAND. Registering
 	// resets the shared variables to their defaults: set again what was
 	// given before COMMAND.
@@ -248,18 +368,33 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if cmd.flags != nil {
 		cmd.flags(fs, e)
 	}
-	if err := fs.Parse(top.Args()[1:]); err != nil {
+	pos, err := parseArgs(fs, top.Args()[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			commandUsage(stdout, cmd)
 			return exitOK
 		}
+		msg := clean(err.Error())
+		if strings.HasPrefix(msg, "flag provided but not defined") {
+			msg += ` (an argument that starts with "-" goes after "--")`
+		}
+		fmt.Fprintf(stderr, "dqctl %s: %s\nusage: dqctl %s\n", cmd.name, msg, cmd.synopsis())
 		return exitUsage
 	}
-	e.args = fs.Args()
-	err := func() error {
+	e.args = pos
+	if cmd.serving {
+		e.ctx, e.cancel = ctx, func() {}
+	} else {
+		e.ctx, e.cancel = context.WithTimeout(ctx, cn.timeout)
+	}
+	err = func() error {
 		if len(e.args) < cmd.min || (cmd.max >= 0 && len(e.args) > cmd.max) {
-			return usageErr("wrong number of arguments")
+			return usageErr("wrong number of arguments: %d given", len(e.args))
 		}
-		c, err := cn.client(ctx)
+		if cn.timeout <= 0 {
+			return usageErr("-timeout must be positive")
+		}
+		c, err := cn.client(e.ctx)
 		if err != nil {
 			return err
 		}
@@ -267,6 +402,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		e.c = c
 		return cmd.run(e)
 	}()
+	timedOut := errors.Is(e.ctx.Err(), context.DeadlineExceeded)
+	e.cancel()
 	if err == nil {
 		return exitOK
 	}
@@ -275,12 +412,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	if ctx.Err() != nil && code == exitError {
+	switch {
+	case ctx.Err() != nil && code == exitError:
 		err = fmt.Errorf("interrupted: %w", err)
+	case code == exitError && !cmd.serving && timedOut && !strings.Contains(err.Error(), "-timeout"):
+		err = fmt.Errorf("no answer within -timeout %v: %w", cn.timeout, err)
 	}
 	fmt.Fprintf(stderr, "dqctl %s: %s\n", cmd.name, clean(err.Error()))
 	if code == exitUsage {
-		fmt.Fprintf(stderr, "usage: dqctl %s [flags] %s\n", cmd.name, cmd.args)
+		fmt.Fprintf(stderr, "usage: dqctl %s\n", cmd.synopsis())
 	}
 	return code
 }

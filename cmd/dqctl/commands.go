@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -12,35 +13,39 @@ import (
 
 func commands() []command {
 	return []command{
-		{name: "queues", help: "list the queues on the server with their sizes",
-			max: 0, flags: withJSON, run: cmdQueues},
+		{name: "queues", help: "list the queues on the server with their sizes (the registry " + redisq.RegistryKey + "; -scan: every queue)",
+			max: 0, flags: queuesFlags, run: cmdQueues},
 		{name: "stats", args: "QUEUE", help: "show a queue's sizes, counters and delivery lateness",
 			min: 1, max: 1, flags: withJSON, run: cmdStats},
 		{name: "list", args: "QUEUE STATE", help: "list the items in STATE (scheduled, inflight, dead), a page at a time",
 			min: 2, max: 2, flags: listFlags, run: cmdList},
-		{name: "show", args: "QUEUE ID", help: "show one item, its payload pretty-printed if it is JSON",
-			min: 2, max: 2, flags: withJSON, run: cmdShow},
+		{name: "show", args: "QUEUE ID", help: "show one item, its payload pretty-printed if it is JSON (what fits the terminal; -full: all)",
+			min: 2, max: 2, flags: showFlags, run: cmdShow},
 		{name: "requeue", args: "QUEUE (ID... | -all)", help: "requeue dead items: due now, attempts reset",
-			min: 1, max: -1, flags: withAll, run: func(e *env) error { return cmdDead(e, true) }},
+			min: 1, max: -1, flags: withAll, run: func(e *env) error { return cmdDead(e, true) }, write: true},
 		{name: "delete-dead", args: "QUEUE (ID... | -all)", help: "delete dead items",
-			min: 1, max: -1, flags: withAll, run: func(e *env) error { return cmdDead(e, false) }},
+			min: 1, max: -1, flags: withAll, run: func(e *env) error { return cmdDead(e, false) }, write: true},
 		{name: "delete", args: "QUEUE ID...", help: "delete items in any state (an in-flight one is marked: deleted when settled, never retried)",
-			min: 2, max: -1, run: cmdDelete},
+			min: 2, max: -1, run: cmdDelete, write: true},
 		{name: "purge", args: "QUEUE STATE", help: "delete every item in STATE (inflight: mark them all)",
-			min: 2, max: 2, flags: withYes, run: cmdPurge},
+			min: 2, max: 2, flags: withYes, run: cmdPurge, write: true},
+		{name: "pause", args: "QUEUE", help: "pause deliveries: no consumer takes an item until resume (enqueues, acks and admin commands go on)",
+			min: 1, max: 1, run: func(e *env) error { return cmdPause(e, true) }, write: true},
+		{name: "resume", args: "QUEUE", help: "resume the deliveries of a paused queue",
+			min: 1, max: 1, run: func(e *env) error { return cmdPause(e, false) }, write: true},
 		{name: "destroy", args: "QUEUE", help: "delete every key of a queue: items, counters, everything",
-			min: 1, max: 1, flags: withYes, run: cmdDestroy},
-		{name: "watch", args: "QUEUE", help: "stats refreshed every second, with a chart of items coming due",
-			min: 1, max: 1, flags: watchFlags, run: cmdWatch},
+			min: 1, max: 1, flags: withYes, run: cmdDestroy, write: true},
+		{name: "watch", args: "QUEUE", help: "stats refreshed every second, with rates and a chart of items coming due",
+			min: 1, max: 1, flags: watchFlags, run: cmdWatch, serving: true},
 		{name: "serve-metrics", args: "[QUEUE...]", help: "serve Prometheus metrics for the queues (default: every queue on the server)",
-			max: -1, flags: metricsFlags, run: cmdServeMetrics},
+			max: -1, flags: metricsFlags, run: cmdServeMetrics, serving: true},
 		{name: "serve", help: "serve the web dashboard (dqweb) for the queues on the server",
-			max: 0, flags: serveFlags, run: cmdServe},
+			max: 0, flags: serveFlags, run: cmdServe, serving: true},
 	}
 }
 
 func withJSON(fs *flag.FlagSet, e *env) {
-	fs.BoolVar(&e.json, "json", false, "print JSON (for scripts)")
+	fs.BoolVar(&e.json, "json", false, "print JSON (for scripts; complete, never cut)")
 }
 
 func withYes(fs *flag.FlagSet, e *env) {
@@ -52,12 +57,28 @@ func withAll(fs *flag.FlagSet, e *env) {
 	fs.BoolVar(&e.all, "all", false, "every dead item (asks for confirmation unless -yes)")
 }
 
+func withFull(fs *flag.FlagSet, e *env) {
+	fs.BoolVar(&e.full, "full", false, "print everything, not what fits the terminal (its size, or $COLUMNS and $LINES, else 80x24)")
+}
+
+func queuesFlags(fs *flag.FlagSet, e *env) {
+	withJSON(fs, e)
+	fs.BoolVar(&e.scan, "scan", false, "SCAN the whole keyspace for every queue, those missing from the registry "+redisq.RegistryKey+
+		" too (written by an older version or by hand); its cost grows with the number of keys on the server: seconds for millions")
+}
+
 func listFlags(fs *flag.FlagSet, e *env) {
 	withJSON(fs, e)
-	fs.Int64Var(&e.page.Offset, "offset", 0, "skip this many items")
-	fs.IntVar(&e.page.Limit, "limit", 50, fmt.Sprintf("items per page (1..%d)", redisq.MaxPage))
+	fs.Int64Var(&e.page.Offset, "offset", 0, "skip the first `n` items")
+	fs.IntVar(&e.page.Limit, "limit", 50, fmt.Sprintf("`n` items per page (1..%d)", redisq.MaxPage))
 	fs.BoolVar(&e.page.Reverse, "reverse", false, "latest first")
 	fs.BoolVar(&e.page.Payloads, "payloads", false, "include payloads (in -json output)")
+	withFull(fs, e)
+}
+
+func showFlags(fs *flag.FlagSet, e *env) {
+	withJSON(fs, e)
+	withFull(fs, e)
 }
 
 // queueInfo is one line of "queues".
@@ -67,14 +88,20 @@ type queueInfo struct {
 	Due       int64  `json:"due"`
 	InFlight  int64  `json:"inflight"`
 	Dead      int64  `json:"dead"`
+	Paused    bool   `json:"paused"`
 }
 
 func cmdQueues(e *env) error {
-	names, err := redisq.ListQueues(e.ctx, e.c)
+	list := redisq.ListQueues
+	if e.scan {
+		list = redisq.ScanQueues
+	}
+	names, err := list(e.ctx, e.c)
 	if err != nil {
 		return err
 	}
 	infos := make([]queueInfo, 0, len(names))
+	paused := false
 	for _, n := range names {
 		q, err := redisq.New(e.ctx, e.c, n, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
 		if err != nil {
@@ -84,19 +111,33 @@ func cmdQueues(e *env) error {
 		if err != nil {
 			return err
 		}
-		infos = append(infos, queueInfo{n, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead})
+		infos = append(infos, queueInfo{n, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead, st.Paused})
+		paused = paused || st.Paused
 	}
 	if e.json {
 		return writeJSON(e.stdout, infos)
 	}
 	if len(infos) == 0 {
-		e.printf("no queues on %s\n", e.conn.where())
+		e.printf("no queues on %s", e.conn.where())
+		if !e.scan {
+			e.printf(" (in the registry %s; dqctl queues -scan finds unregistered ones)", redisq.RegistryKey)
+		}
+		e.printf("\n")
 		return nil
 	}
 	tw := table(e.stdout)
-	fmt.Fprintln(tw, "QUEUE\tSCHEDULED\tDUE\tINFLIGHT\tDEAD")
+	// The PAUSED column only when a queue is paused.
+	head, line := "QUEUE\tSCHEDULED\tDUE\tINFLIGHT\tDEAD", "%s\t%d\t%d\t%d\t%d"
+	if paused {
+		head, line = head+"\tPAUSED", line+"\t%s"
+	}
+	fmt.Fprintln(tw, head)
 	for _, i := range infos {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", cell(i.Name), i.Scheduled, i.Due, i.InFlight, i.Dead)
+		a := []any{cell(i.Name), i.Scheduled, i.Due, i.InFlight, i.Dead}
+		if paused {
+			a = append(a, map[bool]string{true: "paused"}[i.Paused])
+		}
+		fmt.Fprintf(tw, line+"\n", a...)
 	}
 	return tw.Flush()
 }
@@ -110,20 +151,25 @@ func parseState(s string) (redisq.State, error) {
 }
 
 // itemJSON is an item in -json output: the library's Item, with the
-// payload as text when it is UTF-8.
+// payload, when it was read, in one field whatever its content:
+// payload_encoding says how (utf8: the string is the payload; base64:
+// the payload is not UTF-8 and the string is its standard base64).
 type itemJSON struct {
 	redisq.Item
-	Payload       []byte `json:"payload_base64,omitempty"`
-	PayloadString string `json:"payload,omitempty"`
+	Payload  *string `json:"payload,omitempty"`
+	Encoding string  `json:"payload_encoding,omitempty"`
 }
 
-func jsonItem(it redisq.Item) itemJSON {
+func jsonItem(it redisq.Item, withPayload bool) itemJSON {
 	j := itemJSON{Item: it}
-	if utf8.Valid(it.Payload) {
-		j.PayloadString = string(it.Payload)
-	} else {
-		j.Payload = it.Payload
+	if !withPayload {
+		return j
 	}
+	p, enc := string(it.Payload), "utf8"
+	if !utf8.Valid(it.Payload) {
+		p, enc = base64Std(it.Payload), "base64"
+	}
+	j.Payload, j.Encoding = &p, enc
 	return j
 }
 
@@ -151,30 +197,35 @@ func cmdList(e *env) error {
 			Items []itemJSON `json:"items"`
 		}{p.Now, p.Total, p.Next, []itemJSON{}}
 		for _, it := range p.Items {
-			out.Items = append(out.Items, jsonItem(it))
+			out.Items = append(out.Items, jsonItem(it, e.page.Payloads))
 		}
 		return writeJSON(e.stdout, out)
 	}
-	tw := table(e.stdout)
+	var rows [][]string
 	switch state {
 	case redisq.StateScheduled:
-		fmt.Fprintln(tw, "ID\tDUE\tATTEMPTS\tENQUEUED\tSIZE")
+		rows = append(rows, []string{"ID", "DUE", "ATTEMPTS", "ENQUEUED", "SIZE"})
 	case redisq.StateInFlight:
-		fmt.Fprintln(tw, "ID\tLEASE ENDS\tATTEMPTS\tDUE\tCANCELLED\tSIZE")
+		rows = append(rows, []string{"ID", "LEASE ENDS", "ATTEMPTS", "DUE", "CANCELLED", "SIZE"})
 	default:
-		fmt.Fprintln(tw, "ID\tDIED\tATTEMPTS\tREASON\tSIZE")
+		rows = append(rows, []string{"ID", "DIED", "ATTEMPTS", "SIZE", "REASON"})
 	}
 	for _, it := range p.Items {
+		att, size := strconv.Itoa(it.Attempts), strconv.Itoa(it.PayloadSize)
 		switch state {
 		case redisq.StateScheduled:
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", cell(it.ID), rel(it.Due, p.Now), it.Attempts, rel(it.Enqueued, p.Now), it.PayloadSize)
+			rows = append(rows, []string{cell(it.ID), rel(it.Due, p.Now), att, rel(it.Enqueued, p.Now), size})
 		case redisq.StateInFlight:
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\n", cell(it.ID), rel(it.LeaseDeadline, p.Now), it.Attempts, rel(it.Due, p.Now), it.Cancelled, it.PayloadSize)
+			rows = append(rows, []string{cell(it.ID), rel(it.LeaseDeadline, p.Now), att, rel(it.Due, p.Now), strconv.FormatBool(it.Cancelled), size})
 		default:
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", cell(it.ID), rel(it.DiedAt, p.Now), it.Attempts, cell(it.DeadReason), it.PayloadSize)
+			rows = append(rows, []string{cell(it.ID), rel(it.DiedAt, p.Now), att, size, cell(it.DeadReason)})
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	cut := false
+	if state == redisq.StateDead && !e.full {
+		cut = fitLastColumn(rows, screen(e.stdout).cols)
+	}
+	if err := writeTable(e.stdout, rows); err != nil {
 		return err
 	}
 	if len(p.Items) == 0 {
@@ -184,6 +235,9 @@ func cmdList(e *env) error {
 	e.printf("%d-%d of %d %s", e.page.Offset+1, e.page.Offset+int64(len(p.Items)), p.Total, state)
 	if p.Next >= 0 {
 		e.printf("; next page: -offset %d", p.Next)
+	}
+	if cut {
+		e.printf("; reasons cut to the terminal's width (-full: whole)")
 	}
 	e.printf("\n")
 	return nil
@@ -203,7 +257,7 @@ func cmdShow(e *env) error {
 		return err
 	}
 	if e.json {
-		return writeJSON(e.stdout, jsonItem(it))
+		return writeJSON(e.stdout, jsonItem(it, true))
 	}
 	tw := table(e.stdout)
 	fmt.Fprintf(tw, "id\t%s\n", quote(it.ID))
@@ -211,21 +265,39 @@ func cmdShow(e *env) error {
 	fmt.Fprintf(tw, "due\t%s\n", stamp(it.Due))
 	fmt.Fprintf(tw, "attempts\t%d\n", it.Attempts)
 	fmt.Fprintf(tw, "enqueued\t%s\n", stamp(it.Enqueued))
+	lines := 6
 	if it.State == redisq.StateInFlight {
 		fmt.Fprintf(tw, "lease ends\t%s\n", stamp(it.LeaseDeadline))
 		fmt.Fprintf(tw, "cancelled\t%v\n", it.Cancelled)
+		lines += 2
 	}
 	if it.State == redisq.StateDead {
 		fmt.Fprintf(tw, "died\t%s\n", stamp(it.DiedAt))
 		fmt.Fprintf(tw, "reason\t%s\n", clean(it.DeadReason))
+		lines += 2
 	}
-	fmt.Fprintf(tw, "payload\t%d bytes\n", it.PayloadSize)
+	fmt.Fprintf(tw, "payload\t%s\n", plural(int64(it.PayloadSize), "byte"))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	showPayload(e.stdout, it.Payload)
+	lim := limits{}
+	if !e.full {
+		s := screen(e.stdout)
+		// What is left of the screen, keeping a line for the prompt and
+		// one for the note, but at least 10 lines.
+		lim = limits{cols: s.cols, lines: max(10, s.rows-lines-2)}
+	}
+	showPayload(e.stdout, it.Payload, lim)
 	return nil
 }
 
 // stamp is a Redis-clock time for show: UTC, to the millisecond.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 UTC") }
+
+// plural is "1 byte", "2 bytes".
+func plural(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

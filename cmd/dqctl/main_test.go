@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -159,7 +160,7 @@ func TestQueuesStatsList(t *testing.T) {
 	var qs []queueInfo
 	r = dqctl(t, "", "-redis", f.addr, "queues", "-json")
 	r.want(t, exitOK)
-	if err := json.Unmarshal([]byte(r.stdout), &qs); err != nil || len(qs) != 2 || qs[0] != (queueInfo{"orders", 2, 0, 1, 2}) {
+	if err := json.Unmarshal([]byte(r.stdout), &qs); err != nil || len(qs) != 2 || qs[0] != (queueInfo{"orders", 2, 0, 1, 2, false}) {
 		t.Fatalf("queues -json: %v %+v", err, qs)
 	}
 
@@ -192,10 +193,10 @@ func TestQueuesStatsList(t *testing.T) {
 		Total int64
 		Next  int64
 		Items []struct {
-			ID            string
-			State         string
-			PayloadString string `json:"payload"`
-			PayloadB64    []byte `json:"payload_base64"`
+			ID       string
+			State    string
+			Payload  *string `json:"payload"`
+			Encoding string  `json:"payload_encoding"`
 		}
 	}
 	r = dqctl(t, "", "-redis", f.addr, "list", "-json", "-payloads", "orders", "scheduled")
@@ -203,9 +204,13 @@ func TestQueuesStatsList(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || page.Total != 2 || page.Next != -1 || len(page.Items) != 2 {
 		t.Fatalf("list -json: %v %+v", err, page)
 	}
-	if page.Items[0].PayloadString != `{"order":1,"items":["a"]}` || string(page.Items[1].PayloadB64) != "\x00\x01\x02\x1b\xff" ||
-		page.Items[0].State != "scheduled" {
-		t.Errorf("payloads: %+v", page.Items)
+	if p := page.Items[0]; p.Payload == nil || *p.Payload != `{"order":1,"items":["a"]}` || p.Encoding != "utf8" || p.State != "scheduled" {
+		t.Errorf("payloads: %+v", p)
+	}
+	if p := page.Items[1]; p.Payload == nil || p.Encoding != "base64" {
+		t.Errorf("binary payload: %+v", p)
+	} else if b, err := base64.StdEncoding.DecodeString(*p.Payload); err != nil || string(b) != "\x00\x01\x02\x1b\xff" {
+		t.Errorf("binary payload: %q %v", b, err)
 	}
 }
 
@@ -269,9 +274,9 @@ func TestDeadLetterCommands(t *testing.T) {
 	f.audit(t)
 	dqctl(t, "", append(a, "requeue", "orders")...).want(t, exitUsage, "give item ids or -all")
 	dqctl(t, "", append(a, "requeue", "-all", "orders", "d2")...).want(t, exitUsage, "give item ids or -all")
-	dqctl(t, "n\n", append(a, "delete-dead", "-all", "orders")...).want(t, exitAborted, "delete all 1 dead items", "aborted; nothing changed")
+	dqctl(t, "n\n", append(a, "delete-dead", "-all", "orders")...).want(t, exitAborted, "delete the 1 dead item of queue", "aborted; nothing changed")
 	dqctl(t, "", append(a, "delete-dead", "-all", "orders")...).want(t, exitAborted) // EOF: no
-	dqctl(t, "y\n", append(a, "delete-dead", "-all", "orders")...).want(t, exitOK, `deleted 1 dead items of queue "orders"`)
+	dqctl(t, "y\n", append(a, "delete-dead", "-all", "orders")...).want(t, exitOK, `deleted 1 dead item of queue "orders"`)
 	f.audit(t)
 	dqctl(t, "", append(a, "delete-dead", "orders", "d2")...).want(t, exitNotFound, `no item "d2"`)
 
@@ -292,7 +297,7 @@ func TestPurgeAndDestroy(t *testing.T) {
 	a := []string{"-redis", f.addr}
 	dqctl(t, "no\n", append(a, "purge", "orders", "dead")...).want(t, exitAborted, "purge 2 dead items")
 	dqctl(t, "yes\n", append(a, "purge", "orders", "dead")...).want(t, exitOK, `purged queue "orders": deleted 2 dead items`)
-	dqctl(t, "", append(a, "purge", "-yes", "orders", "inflight")...).want(t, exitOK, "marked 1 inflight items")
+	dqctl(t, "", append(a, "purge", "-yes", "orders", "inflight")...).want(t, exitOK, "marked 1 inflight item\n")
 	dqctl(t, "", append(a, "purge", "-yes", "order", "dead")...).want(t, exitNotFound, `no queue named "order"`)
 	f.audit(t)
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/dq-go/delayqueue/cmd/dqweb"
 	"github.com/dq-go/delayqueue/dqprom"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,30 +14,29 @@ import (
 
 func metricsFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.listen, "listen", "127.0.0.1:9108", "serve /metrics on this `host:port`")
-	// e.count is free here (watch's -n): it holds the scan budget.
-	fs.IntVar(&e.count, "scan-keys", dqprom.DefaultScanKeys,
-		"without QUEUE: keys to SCAN per scrape (per node) for queues missing from the registry "+redisq.RegistryKey+"; 0: none")
+	fs.IntVar(&e.scanKeys, "scan-keys", dqprom.DefaultScanKeys,
+		"without QUEUE: `n` keys to SCAN per scrape (per node) for queues missing from the registry "+redisq.RegistryKey+"; 0: none")
+	allowHostFlag(fs, e)
 }
 
 // cmdServeMetrics serves the metrics of the queues named, or of every queue
 // on the server. -timeout bounds the Redis work of each scrape; concurrent
-// scrapes share one reading (dqprom.RedisCollector).
+// scrapes share one reading (dqprom.RedisCollector). Like the dashboard,
+// it answers only to IP addresses, localhost, the -listen host and
+// -allow-host: a page that DNS rebinding made same-origin with it must
+// not read the queues' names and counts.
 func cmdServeMetrics(e *env) error {
-	if e.conn.timeout <= 0 {
-		return usageErr("-timeout must be positive")
-	}
-	if e.count < 0 {
+	if e.scanKeys < 0 {
 		return usageErr("-scan-keys must not be negative")
 	}
 	opts := []dqprom.RedisOption{dqprom.WithTimeout(e.conn.timeout)}
 	var col *dqprom.RedisCollector
 	if len(e.args) == 0 {
-		col = dqprom.NewRedisServerCollector(e.c, append(opts, dqprom.WithScanKeys(e.count))...)
+		col = dqprom.NewRedisServerCollector(e.c, append(opts, dqprom.WithScanKeys(e.scanKeys))...)
 	} else {
 		var qs []*redisq.Queue
-		for i := range e.args {
-			e.args[0], e.args[i] = e.args[i], e.args[0]
-			q, err := e.queue()
+		for _, name := range e.args {
+			q, err := e.open(name)
 			if err != nil {
 				return err
 			}
@@ -53,7 +53,7 @@ func cmdServeMetrics(e *env) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
 	e.printf("serving metrics of %s on http://%s/metrics\n", which(e.args), l.Addr())
-	return serveHTTP(e, l, mux)
+	return serveHTTP(e, l, dqweb.AllowHosts(mux, e.allowedHosts()...))
 }
 
 func which(names []string) string {

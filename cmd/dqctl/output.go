@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -96,26 +98,60 @@ func utf16Pair(r rune) (rune, rune) {
 	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
 }
 
+// limits bound what showPayload prints: at most lines lines, each cut
+// to cols columns; zero: no bound.
+type limits struct{ cols, lines int }
+
 // showPayload prints a payload for a person: indented if it is JSON,
-// as text if it is printable UTF-8 text, else as a hex dump.
-func showPayload(w io.Writer, p []byte) {
+// as text if it is printable UTF-8 text, else as a hex dump; within lim,
+// then saying what was left out.
+func showPayload(w io.Writer, p []byte, lim limits) {
+	var text string
+	total := 0 // lines of the whole formatted payload
 	switch {
 	case len(p) == 0:
 		fmt.Fprintln(w, "(empty)")
+		return
 	case utf8.Valid(p) && json.Valid(p):
 		var b bytes.Buffer
 		if json.Indent(&b, bytes.TrimSpace(p), "", "  ") == nil {
-			_, _ = w.Write(escapeJSON(b.Bytes()))
-			fmt.Fprintln(w)
-			return
+			text = string(escapeJSON(b.Bytes()))
+			break
 		}
 		fallthrough
 	case utf8.Valid(p) && textLike(p):
-		for _, line := range strings.Split(string(p), "\n") {
-			fmt.Fprintln(w, clean(line))
-		}
+		text = string(p)
 	default:
-		fmt.Fprint(w, hex.Dump(p)) // its text column shows only ASCII graphics
+		// Its text column shows only ASCII graphics. Only what is shown
+		// is dumped.
+		n := len(p)
+		if lim.lines > 0 {
+			n = min(n, lim.lines*16)
+		}
+		text = strings.TrimSuffix(hex.Dump(p[:n]), "\n")
+		total = (len(p) + 15) / 16
+	}
+	if total == 0 {
+		total = strings.Count(text, "\n") + 1
+	}
+	shown, cutLines := 0, false
+	for line := range strings.SplitSeq(text, "\n") {
+		if lim.lines > 0 && shown == lim.lines {
+			break
+		}
+		line = clean(line)
+		if lim.cols > 0 && utf8.RuneCountInString(line) > lim.cols {
+			line, cutLines = cutTo(line, lim.cols), true
+		}
+		fmt.Fprintln(w, line)
+		shown++
+	}
+	if shown < total || cutLines {
+		what := fmt.Sprintf("%d of %d lines shown", shown, total)
+		if cutLines {
+			what += ", long lines cut"
+		}
+		fmt.Fprintf(w, "(cut to fit the terminal: %s; %s in all; -full prints everything)\n", what, plural(int64(len(p)), "byte"))
 	}
 }
 
@@ -155,5 +191,79 @@ func roundDur(d time.Duration) time.Duration {
 	return d.Round(time.Minute)
 }
 
+// tableGap is the space between the columns of a table.
+const tableGap = 2
+
 // table is a tabwriter with the column layout every table uses.
-func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, tableGap, ' ', 0) }
+
+// screen is the size of the terminal w writes to: its own when it is
+// one, else $COLUMNS and $LINES, else 80x24.
+type screenSize struct{ cols, rows int }
+
+func screen(w io.Writer) screenSize {
+	s := screenSize{80, 24}
+	if f, ok := w.(*os.File); ok && isTerminal(w) {
+		if c, r, ok := termSize(f); ok {
+			return screenSize{c, r}
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		s.cols = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("LINES")); err == nil && n > 0 {
+		s.rows = n
+	}
+	return s
+}
+
+// cutTo cuts s to n runes, the last one an ellipsis.
+func cutTo(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, k := 0, 0
+	for i = range s {
+		if k == n-1 {
+			break
+		}
+		k++
+	}
+	return s[:i] + "…"
+}
+
+// fitLastColumn cuts the last cell of every row so that the table, laid
+// out as writeTable does, fits cols columns (keeping at least 20 of the
+// cell). It reports whether it cut one.
+func fitLastColumn(rows [][]string, cols int) bool {
+	if len(rows) == 0 {
+		return false
+	}
+	n := len(rows[0])
+	width := 0
+	for c := 0; c < n-1; c++ {
+		w := 0
+		for _, r := range rows {
+			w = max(w, utf8.RuneCountInString(r[c]))
+		}
+		width += w + tableGap
+	}
+	room, cut := max(20, cols-width), false
+	for _, r := range rows[1:] {
+		if utf8.RuneCountInString(r[n-1]) > room {
+			r[n-1], cut = cutTo(r[n-1], room), true
+		}
+	}
+	return cut
+}
+
+// writeTable writes rows as a table (see table).
+func writeTable(w io.Writer, rows [][]string) error {
+	tw := table(w)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

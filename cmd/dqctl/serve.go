@@ -7,45 +7,63 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/dq-go/delayqueue/redisq"
 )
-
-// serveOpts holds serve's flags that env has no field for.
-type serveOpts struct {
-	allowHosts hostsFlag
-}
-
-// serveExtra holds each run's serveOpts from the registration of its
-// flags to its start (an entry stays behind only when the run ends
-// before that, in a process that then exits).
-var serveExtra sync.Map // *env -> *serveOpts
 
 func serveFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.listen, "listen", "127.0.0.1:8080", "serve the dashboard on this `host:port` (loopback by default)")
 	fs.BoolVar(&e.readOnly, "readonly", false, "hide and refuse (403) every action")
 	fs.StringVar(&e.basicAuth, "basic-auth", envOr("DQCTL_BASIC_AUTH", ""), "require HTTP basic auth `user:password` (env DQCTL_BASIC_AUTH, which keeps it out of ps)")
 	fs.StringVar(&e.prefix, "prefix", "/", "serve under this path `prefix` (for a reverse proxy)")
-	o := &serveOpts{}
-	serveExtra.Store(e, o)
-	fs.Var(&o.allowHosts, "allow-host", "also answer to this host `name` (the name a reverse proxy forwards, or *.example.com); repeatable or comma-separated. "+
+	fs.Var((*listFlag)(&e.queues), "queues", "the `names` of the queues the overview lists, comma-separated, repeatable (default: every queue in the registry "+
+		redisq.RegistryKey+"); -queue for a name that holds a comma")
+	fs.Var((*nameFlag)(&e.queues), "queue", "one more queue for the overview, the exact `name`; repeatable")
+	fs.StringVar(&e.title, "title", "", "the dashboard's `title`, in every page's header (default \"redisq\")")
+	fs.DurationVar(&e.refresh, "refresh", 5*time.Second, "pages reload themselves every `duration`; 0: never")
+	allowHostFlag(fs, e)
+}
+
+// allowHostFlag registers -allow-host, for serve and serve-metrics.
+func allowHostFlag(fs *flag.FlagSet, e *env) {
+	fs.Var((*listFlag)(&e.allowHosts), "allow-host", "also answer to this host `name` (the name a reverse proxy forwards, or *.example.com); repeatable or comma-separated. "+
 		"IP addresses, localhost and the -listen host are always answered; other names are refused (421) against DNS rebinding")
 }
 
-// hostsFlag collects -allow-host values.
-type hostsFlag []string
+// listFlag collects comma-separated values, repeatable.
+type listFlag []string
 
-func (f *hostsFlag) String() string { return strings.Join(*f, ",") }
+func (f *listFlag) String() string { return strings.Join(*f, ",") }
 
-func (f *hostsFlag) Set(v string) error {
+func (f *listFlag) Set(v string) error {
 	for _, h := range strings.Split(v, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			*f = append(*f, h)
 		}
 	}
 	return nil
+}
+
+// nameFlag collects one exact value per use.
+type nameFlag []string
+
+func (f *nameFlag) String() string { return strings.Join(*f, ",") }
+
+func (f *nameFlag) Set(v string) error {
+	*f = append(*f, v)
+	return nil
+}
+
+// allowedHosts is -allow-host and the -listen host when it is a name (an
+// IP is allowed anyway).
+func (e *env) allowedHosts() []string {
+	hosts := append([]string(nil), e.allowHosts...)
+	if host, _, err := net.SplitHostPort(e.listen); err == nil && host != "" {
+		hosts = append(hosts, host)
+	}
+	return hosts
 }
 
 func cmdServe(e *env) error {
@@ -63,16 +81,21 @@ func cmdServe(e *env) error {
 			return usageErr("-basic-auth (or DQCTL_BASIC_AUTH) must be user:password")
 		}
 	}
-	o := &serveOpts{}
-	if v, ok := serveExtra.LoadAndDelete(e); ok {
-		o = v.(*serveOpts)
+	if e.refresh < 0 {
+		return usageErr("-refresh must not be negative (0: never)")
 	}
-	// The -listen host is allowed when it is a name (an IP is anyway).
-	hosts := append([]string(nil), o.allowHosts...)
-	if host, _, err := net.SplitHostPort(e.listen); err == nil && host != "" {
-		hosts = append(hosts, host)
+	for _, n := range e.queues {
+		if n == "" || strings.ContainsAny(n, "{}") {
+			return usageErr("bad queue name %s in -queues: names are non-empty and hold no '{' or '}'", quote(n))
+		}
 	}
+	refresh := e.refresh
+	if refresh == 0 {
+		refresh = -1 // dqweb: negative disables it
+	}
+	hosts := e.allowedHosts()
 	var h http.Handler = dqweb.Handler(e.c, dqweb.Options{Prefix: e.prefix, ReadOnly: e.readOnly, Timeout: e.conn.timeout,
+		Queues: e.queues, Title: e.title, Refresh: refresh,
 		AllowedHosts: hosts, FormTimeout: min(10*time.Second, serverLimits.read)})
 	if user != "" {
 		// Failed logins are logged to stderr, rate-limited (see BasicAuthWith).
@@ -85,7 +108,7 @@ func cmdServe(e *env) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range serveWarnings(l.Addr(), user != "", e.readOnly, len(o.allowHosts) > 0) {
+	for _, w := range serveWarnings(l.Addr(), user != "", e.readOnly, len(e.allowHosts) > 0) {
 		fmt.Fprintf(e.stderr, "dqctl serve: warning: %s\n", w)
 	}
 	mode := ""

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dq-go/delayqueue/redisq"
 )
@@ -25,23 +26,35 @@ func cmdStats(e *env) error {
 	return nil
 }
 
+// latenessBucket is one bucket of the lateness histogram in stats -json:
+// the deliveries late by more than the previous bucket's bound and at
+// most this one's (UpperBound nil: the last bucket, above every bound).
+// Count is this bucket's own; CumulativeCount adds the buckets before it,
+// as a Prometheus "le" bucket does.
+type latenessBucket struct {
+	UpperBound      *float64 `json:"upper_bound_seconds"`
+	Count           int64    `json:"count"`
+	CumulativeCount int64    `json:"cumulative_count"`
+}
+
 // statsJSON is Stats for -json: fixed keys, durations in seconds.
 func statsJSON(name string, st redisq.Stats) any {
-	type bucket struct {
-		LE    any   `json:"le_seconds"` // a number, or "+Inf"
-		Count int64 `json:"count"`
-	}
-	var buckets []bucket
+	var buckets []latenessBucket
+	var cum int64
 	for i, c := range st.Lateness.Counts {
-		var le any = "+Inf"
+		b := latenessBucket{Count: c}
 		if i < len(st.Lateness.Bounds) {
-			le = st.Lateness.Bounds[i].Seconds()
+			s := st.Lateness.Bounds[i].Seconds()
+			b.UpperBound = &s
 		}
-		buckets = append(buckets, bucket{le, c})
+		cum += c
+		b.CumulativeCount = cum
+		buckets = append(buckets, b)
 	}
 	return struct {
 		Queue                string               `json:"queue"`
 		Now                  time.Time            `json:"now"`
+		Paused               bool                 `json:"paused"`
 		Scheduled            int64                `json:"scheduled"`
 		Due                  int64                `json:"due"`
 		OldestOverdueSeconds float64              `json:"oldest_overdue_seconds"`
@@ -49,20 +62,33 @@ func statsJSON(name string, st redisq.Stats) any {
 		Dead                 int64                `json:"dead"`
 		Counters             redisq.StatsCounters `json:"counters"`
 		Lateness             any                  `json:"lateness"`
-	}{name, st.Now, st.Scheduled, st.DueBacklog, st.OldestOverdue.Seconds(), st.InFlight, st.Dead, st.StatsCounters,
+	}{name, st.Now, st.Paused, st.Scheduled, st.DueBacklog, st.OldestOverdue.Seconds(), st.InFlight, st.Dead, st.StatsCounters,
 		struct {
-			Count   int64    `json:"count"`
-			Sum     float64  `json:"sum_seconds"`
-			Buckets []bucket `json:"buckets"`
+			Count   int64            `json:"count"`
+			Sum     float64          `json:"sum_seconds"`
+			Buckets []latenessBucket `json:"buckets"`
 		}{st.Lateness.Count(), st.Lateness.Sum.Seconds(), buckets}}
 }
 
-// printStats prints a queue's stats; with prev (the previous refresh of
-// watch) it adds rates.
+// statsWidth is the width stats and watch lines are wrapped to: a
+// default terminal's.
+const statsWidth = 80
+
+// printStats prints a queue's stats in lines of at most statsWidth
+// columns (unless one figure is longer); with prev (the previous refresh
+// of watch) it adds rates.
 func printStats(w io.Writer, name, where string, st redisq.Stats, prev *redisq.Stats) {
-	fmt.Fprintf(w, "queue %s on %s at %s (Redis TIME)\n", quote(name), where, stamp(st.Now))
-	fmt.Fprintf(w, "  scheduled %d (due now %d, oldest overdue %v), in flight %d, dead %d\n",
-		st.Scheduled, st.DueBacklog, roundDur(st.OldestOverdue), st.InFlight, st.Dead)
+	head := fmt.Sprintf("queue %s on %s at %s (Redis TIME)", quote(name), where, stamp(st.Now))
+	if utf8.RuneCountInString(head) > statsWidth {
+		head = fmt.Sprintf("queue %s on %s\n  at %s (Redis TIME)", quote(name), where, stamp(st.Now))
+	}
+	fmt.Fprintln(w, head)
+	if st.Paused {
+		fmt.Fprintln(w, "  PAUSED: no item is delivered until the queue is resumed (dqctl resume)")
+	}
+	fmt.Fprint(w, wrap("  ", "  ", []string{
+		fmt.Sprintf("scheduled %d (due now %d, oldest overdue %v)", st.Scheduled, st.DueBacklog, roundDur(st.OldestOverdue)),
+		fmt.Sprintf("in flight %d", st.InFlight), fmt.Sprintf("dead %d", st.Dead)}, ","))
 	c := st.StatsCounters
 	counters := []struct {
 		name string
@@ -90,15 +116,37 @@ func printStats(w io.Writer, name, where string, st redisq.Stats, prev *redisq.S
 		}
 		parts = append(parts, s)
 	}
-	fmt.Fprintf(w, "  counters: %s\n", strings.Join(parts[:5], ", "))
-	fmt.Fprintf(w, "            %s\n", strings.Join(parts[5:], ", "))
+	fmt.Fprint(w, wrap("  counters: ", "            ", parts, ","))
 	l := st.Lateness
 	if n := l.Count(); n == 0 {
 		fmt.Fprintf(w, "  lateness: no deliveries yet\n")
 	} else {
-		fmt.Fprintf(w, "  lateness of %d deliveries (claim - due, Redis TIME): mean %v, p50 %s, p90 %s, p99 %s, max %s\n",
-			n, roundDur(l.Sum/time.Duration(n)), upTo(l, 0.5), upTo(l, 0.9), upTo(l, 0.99), upTo(l, 1))
+		fmt.Fprint(w, wrap(fmt.Sprintf("  lateness of %d deliveries (claim - due, Redis TIME): ", n), "            ", []string{
+			"mean " + roundDur(l.Sum/time.Duration(n)).String(), "p50 " + upTo(l, 0.5), "p90 " + upTo(l, 0.9),
+			"p99 " + upTo(l, 0.99), "max " + upTo(l, 1)}, ","))
 	}
+}
+
+// wrap joins parts, each but the last followed by sep, with spaces
+// after first, in lines of at most statsWidth columns, the later ones
+// starting with indent; a line breaks between parts only.
+func wrap(first, indent string, parts []string, sep string) string {
+	var b strings.Builder
+	line, empty := first, true
+	for i, p := range parts {
+		if i < len(parts)-1 {
+			p += sep
+		}
+		switch cand := line + p; {
+		case empty || utf8.RuneCountInString(cand) <= statsWidth:
+			line, empty = cand+" ", false
+		default:
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			line = indent + p + " "
+		}
+	}
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
+	return b.String()
 }
 
 // upTo is a quantile as the bucket bound that holds it.

@@ -13,9 +13,9 @@ import (
 )
 
 func watchFlags(fs *flag.FlagSet, e *env) {
-	fs.DurationVar(&e.interval, "interval", time.Second, "refresh period")
+	fs.DurationVar(&e.interval, "interval", time.Second, "refresh every `duration`")
 	fs.DurationVar(&e.window, "window", 10*time.Minute, "the chart covers the next `duration`, in 10 bars")
-	fs.IntVar(&e.count, "n", 0, "stop after this many refreshes (0: until interrupted)")
+	fs.IntVar(&e.count, "n", 0, "stop after `n` refreshes (0: until interrupted)")
 }
 
 // chartBars is the number of bars of the due chart; chartWidth the longest.
@@ -77,19 +77,28 @@ func readWatch(e *env, q *redisq.Queue) (redisq.Stats, redisq.DueHistogram, erro
 }
 
 // printChart draws the due histogram as horizontal bars, scaled to the
-// largest count.
+// largest bar of the window: the overdue backlog and the items due later
+// can be far larger, and would flatten the window's bars, so theirs are
+// cut at the full width, marked ">".
 func printChart(w io.Writer, h redisq.DueHistogram) {
 	fmt.Fprintf(w, "  due in the next %v (%v a bar):\n", h.Width*time.Duration(len(h.Counts)), h.Width)
-	most := max(h.Overdue, h.Later)
+	var most int64
 	for _, c := range h.Counts {
 		most = max(most, c)
 	}
+	if most == 0 {
+		most = max(h.Overdue, h.Later)
+	}
 	bar := func(label string, n int64) {
-		width := 0
-		if most > 0 {
-			width = int((n*chartWidth + most - 1) / most)
+		s := ""
+		if most > 0 && n > 0 {
+			width := (min(n, most)*chartWidth + most - 1) / most
+			s = strings.Repeat("#", int(width))
+			if n > most {
+				s = s[:chartWidth-1] + ">"
+			}
 		}
-		fmt.Fprintf(w, "  %13s |%-*s %d\n", label, chartWidth, strings.Repeat("#", width), n)
+		fmt.Fprintf(w, "  %13s |%-*s %d\n", label, chartWidth, s, n)
 	}
 	bar("overdue", h.Overdue)
 	for i, c := range h.Counts {

@@ -10,20 +10,26 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
 )
 
 // Mutations are POSTs to Prefix+"action" carrying the form fields op, q
-// (the queue), id or state as the op needs, csrf, and confirmed=yes once
-// the user has confirmed. A POST without confirmed gets a confirmation page
-// (the page's script asks with a dialog instead and sets the field), so
-// nothing changes unconfirmed even without JavaScript. The pages' forms
-// send the queue and id hex-encoded, as qx and idx (which win over q and
-// id): HTML cannot carry every byte string through a form unchanged (NUL,
-// invalid UTF-8, and CR and LF, which form submission rewrites). The form
-// body is at most 64 KiB and must arrive within Options.FormTimeout.
+// (the queue), the item ids (id, repeated for a selection) or state as the
+// op needs, csrf, and confirmed=yes once the user has confirmed. A POST
+// without confirmed gets a confirmation page (the page's script asks with
+// a dialog instead and sets the field), so nothing changes unconfirmed
+// even without JavaScript. The pages' forms send the queue and ids
+// hex-encoded, as qx and idx (which win over q and id): HTML cannot carry
+// every byte string through a form unchanged (NUL, invalid UTF-8, and CR
+// and LF, which form submission rewrites). The form body is at most 64 KiB
+// and must arrive within Options.FormTimeout.
+//
+// Actions on items take 1 to MaxSelect ids (a selection of one page at
+// most), one redisq call each; actions on a whole state run in redisq's
+// batches.
 //
 // CSRF: the token is a random value in a SameSite=Strict, HttpOnly cookie
 // scoped to Prefix, repeated in every form (double submit), and
@@ -31,6 +37,14 @@ import (
 // Sec-Fetch-Site and Origin headers.
 
 const csrfCookie = "dqweb_csrf"
+
+// MaxSelect is the most items one action changes by id: a page's worth.
+const MaxSelect = PageSize
+
+// maxSelectID is the longest id the lists offer for a selection: with
+// MaxSelect of them, hex-encoded, a form stays within maxForm. Longer ids
+// have their own actions, and the item page.
+const maxSelectID = 256
 
 // csrfToken returns the request's token, setting a new cookie when it has
 // none.
@@ -64,41 +78,125 @@ func checkCSRF(r *http.Request) error {
 
 // op is one kind of action.
 type op struct {
-	needID, needState bool
-	ask               string // the question, with %s for the target
-	label             string // the button
+	ids       bool   // acts on 1..MaxSelect item ids
+	needState bool   // acts on a whole state
+	label     string // the button
+	danger    bool
 }
 
 var ops = map[string]op{
-	"requeue":         {needID: true, ask: "Requeue dead item %s? It becomes due now, attempts reset.", label: "Requeue"},
-	"delete-dead":     {needID: true, ask: "Delete dead item %s? This cannot be undone.", label: "Delete"},
-	"delete":          {needID: true, ask: "Delete item %s? An in-flight item is marked instead: deleted when its consumer settles it, never retried.", label: "Delete item"},
-	"requeue-all":     {ask: "Requeue every dead item of %s? They become due now.", label: "Requeue all dead"},
-	"delete-all-dead": {ask: "Delete every dead item of %s? This cannot be undone.", label: "Delete all dead"},
-	"purge":           {needState: true, ask: "Purge %s? Scheduled and dead items are deleted, in-flight ones marked cancelled. This cannot be undone.", label: "Purge"},
+	"requeue":         {ids: true, label: "Requeue"},
+	"delete-dead":     {ids: true, label: "Delete", danger: true},
+	"delete":          {ids: true, label: "Delete", danger: true},
+	"run-now":         {ids: true, label: "Run now"},
+	"requeue-all":     {label: "Requeue all"},
+	"delete-all-dead": {label: "Delete all", danger: true},
+	"purge":           {needState: true, label: "Purge", danger: true},
+	"pause":           {label: "Pause", danger: true},
+	"resume":          {label: "Resume"},
 }
 
 // action is a parsed request.
 type action struct {
-	Op, Queue, ID string
-	State         redisq.State
+	Op, Queue string
+	IDs       []string
+	// State is the state purge empties; for actions on items, the state
+	// of the list they were selected in (0 if unknown), for the wording.
+	State redisq.State
+	// Count is how many items an action on a whole state changes, as
+	// last read (for the question).
+	Count int64
 }
 
-// target names what the action changes, for its question and report.
-func (a action) target() string {
-	switch {
-	case ops[a.Op].needID:
-		return fmt.Sprintf("%s of queue %s", quoted(a.ID), quoted(a.Queue))
-	case ops[a.Op].needState:
-		return fmt.Sprintf("the %s items of queue %s", a.State, quoted(a.Queue))
+// stateNoun is "dead item", "scheduled item", "in-flight item" or "item".
+func stateNoun(s redisq.State) string {
+	switch s {
+	case redisq.StateScheduled:
+		return "scheduled item"
+	case redisq.StateInFlight:
+		return "in-flight item"
+	case redisq.StateDead:
+		return "dead item"
 	}
-	return fmt.Sprintf("queue %s", quoted(a.Queue))
+	return "item"
 }
 
-func (a action) question() string { return fmt.Sprintf(ops[a.Op].ask, a.target()) }
+// count is "1 dead item", "37 dead items".
+func count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// question is what the action asks before it is done.
+func (a action) question() string {
+	q := quoted(a.Queue)
+	if len(a.IDs) == 1 {
+		id := quoted(a.IDs[0])
+		switch a.Op {
+		case "requeue":
+			return fmt.Sprintf("Requeue dead item %s of queue %s? It becomes due now, attempts reset.", id, q)
+		case "delete-dead":
+			return fmt.Sprintf("Delete dead item %s of queue %s? This cannot be undone.", id, q)
+		case "delete":
+			return fmt.Sprintf("Delete item %s of queue %s? An in-flight item is marked instead: deleted when its consumer settles it, never retried.", id, q)
+		case "run-now":
+			return fmt.Sprintf("Run item %s of queue %s now? It becomes due now.", id, q)
+		}
+	}
+	return a.manyQuestion(int64(len(a.IDs)))
+}
+
+// manyQuestion is the question of an action on n selected items (or on
+// a whole state or queue, where n is ignored).
+func (a action) manyQuestion(n int64) string {
+	return a.questionWith(func(noun string) string { return count(n, noun) })
+}
+
+// manyQuestionN is manyQuestion with the count written as n (for the
+// page's script, which puts in the number of items selected).
+func (a action) manyQuestionN(n string) string {
+	return a.questionWith(func(noun string) string { return n + " " + noun + "s" })
+}
+
+func (a action) questionWith(items func(noun string) string) string {
+	q := quoted(a.Queue)
+	switch a.Op {
+	case "requeue":
+		return fmt.Sprintf("Requeue %s of queue %s? They become due now, attempts reset.", items("dead item"), q)
+	case "delete-dead":
+		return fmt.Sprintf("Delete %s of queue %s? This cannot be undone.", items("dead item"), q)
+	case "delete":
+		switch a.State {
+		case redisq.StateInFlight:
+			return fmt.Sprintf("Delete %s of queue %s? They are marked: deleted when their consumers settle them, never retried.", items("in-flight item"), q)
+		case redisq.StateScheduled, redisq.StateDead:
+			return fmt.Sprintf("Delete %s of queue %s? This cannot be undone.", items(stateNoun(a.State)), q)
+		}
+		return fmt.Sprintf("Delete %s of queue %s? In-flight ones are marked instead: deleted when their consumers settle them, never retried.", items("item"), q)
+	case "run-now":
+		return fmt.Sprintf("Run %s of queue %s now? They become due now.", items("scheduled item"), q)
+	case "requeue-all":
+		return fmt.Sprintf("Requeue all %s of queue %s? They become due now, attempts reset.", count(a.Count, "dead item"), q)
+	case "delete-all-dead":
+		return fmt.Sprintf("Delete all %s of queue %s? This cannot be undone.", count(a.Count, "dead item"), q)
+	case "purge":
+		if a.State == redisq.StateInFlight {
+			return fmt.Sprintf("Purge %s of queue %s? They are marked: deleted when their consumers settle them, never retried.", count(a.Count, "in-flight item"), q)
+		}
+		return fmt.Sprintf("Purge %s of queue %s? They are deleted; this cannot be undone.", count(a.Count, stateNoun(a.State)), q)
+	case "pause":
+		return fmt.Sprintf("Pause queue %s? Consumers take nothing until it is resumed; enqueues, acks and admin actions go on.", q)
+	case "resume":
+		return fmt.Sprintf("Resume queue %s? Consumers take its due items again at once.", q)
+	}
+	return ""
+}
 
 // maxForm bounds an action's form body: two hex-encoded names of MaxName
-// bytes and the rest fit.
+// bytes, or a name and MaxSelect ids of maxSelectID bytes, and the rest
+// fit.
 const maxForm = 64 << 10
 
 // formValue is the form field key, or its hex-encoded twin key+"x".
@@ -111,6 +209,33 @@ func formValue(r *http.Request, key string) (string, error) {
 		return string(b), nil
 	}
 	return r.PostFormValue(key), nil
+}
+
+// formIDs is every id of the form: the hex-encoded idx fields, or the id
+// fields, without repeats.
+func formIDs(r *http.Request) ([]string, error) {
+	var ids []string
+	seen := map[string]bool{}
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if xs, ok := r.PostForm["idx"]; ok {
+		for _, x := range xs {
+			b, err := hex.DecodeString(x)
+			if err != nil {
+				return nil, fmt.Errorf("bad form field idx: %v", err)
+			}
+			add(string(b))
+		}
+		return ids, nil
+	}
+	for _, id := range r.PostForm["id"] {
+		add(id)
+	}
+	return ids, nil
 }
 
 func (h *handler) action(w http.ResponseWriter, r *http.Request) {
@@ -148,45 +273,60 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	}
 	a := action{Op: r.PostFormValue("op")}
 	queue, err := formValue(r, "q")
-	id, err2 := formValue(r, "id")
+	ids, err2 := formIDs(r)
 	if err = errors.Join(err, err2); err != nil {
 		h.fail(w, r, http.StatusBadRequest, "%v", err)
 		return
 	}
-	a.Queue, a.ID = queue, id
+	a.Queue, a.IDs = queue, ids
 	o, ok := ops[a.Op]
-	switch {
-	case !ok:
+	if !ok {
 		h.fail(w, r, http.StatusBadRequest, "unknown action %s", quoted(a.Op))
 		return
-	case o.needID && a.ID == "":
-		h.fail(w, r, http.StatusBadRequest, "action %s needs an item id", a.Op)
-		return
-	case o.needID:
-		if err := checkName("item id", a.ID); err != nil {
-			h.fail(w, r, http.StatusBadRequest, "%v", err)
-			return
-		}
-	case o.needState:
-		st, err := redisq.ParseState(r.PostFormValue("state"))
+	}
+	if s := r.PostFormValue("state"); s != "" || o.needState {
+		st, err := redisq.ParseState(s)
 		if err != nil {
 			h.fail(w, r, http.StatusBadRequest, "%v", err)
 			return
 		}
 		a.State = st
 	}
+	switch {
+	case o.ids && len(a.IDs) == 0:
+		h.fail(w, r, http.StatusBadRequest, "action %s needs an item id: select one or more items", a.Op)
+		return
+	case o.ids && len(a.IDs) > MaxSelect:
+		h.fail(w, r, http.StatusBadRequest, "action %s on %d items: at most %d at once (a page)", a.Op, len(a.IDs), MaxSelect)
+		return
+	case o.ids:
+		for _, id := range a.IDs {
+			if err := checkName("item id", id); err != nil {
+				h.fail(w, r, http.StatusBadRequest, "%v", err)
+				return
+			}
+		}
+	case len(a.IDs) > 0:
+		h.fail(w, r, http.StatusBadRequest, "action %s takes no item id", a.Op)
+		return
+	}
 	q := h.queue(r.Context(), w, r, a.Queue)
 	if q == nil {
 		return
 	}
 	if r.PostFormValue("confirmed") != "yes" {
+		if err := h.countFor(r.Context(), q, &a); err != nil {
+			h.redisFail(w, r, err, "reading queue "+quoted(a.Queue))
+			return
+		}
 		h.render(w, http.StatusOK, "confirm", struct {
 			layout
 			Action   action
 			Question string
 			Label    string
+			Danger   bool
 			Back     string
-		}{h.layout(w, r, "Confirm", false), a, a.question(), o.label, h.backURL(a)})
+		}{h.layout(w, r, "Confirm", false), a, a.question(), o.label, o.danger, h.backURL(a)})
 		return
 	}
 	status, msg := h.do(r.Context(), q, a)
@@ -199,57 +339,101 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		Message string
 		Back    string
 		Queue   string
-	}{h.layout(w, r, "Done", false), status == http.StatusOK, message(msg), h.queueURL(a.Queue), quoted(a.Queue)})
+	}{h.layout(w, r, "Done", false), status == http.StatusOK, message(msg), h.tabURL(a.Queue, a.State), quoted(a.Queue)})
+}
+
+// countFor reads how many items an action on a whole state would change,
+// for its question.
+func (h *handler) countFor(ctx context.Context, q *redisq.Queue, a *action) error {
+	switch a.Op {
+	case "requeue-all", "delete-all-dead", "purge":
+	default:
+		return nil
+	}
+	st, err := q.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case a.Op != "purge" || a.State == redisq.StateDead:
+		a.Count = st.Dead
+	case a.State == redisq.StateScheduled:
+		a.Count = st.Scheduled
+	default:
+		a.Count = st.InFlight
+	}
+	return nil
 }
 
 // backURL is where the confirmation page's Cancel goes.
 func (h *handler) backURL(a action) string {
-	if a.ID != "" {
-		return h.itemURL(a.Queue, a.ID)
+	if len(a.IDs) == 1 {
+		return h.itemURL(a.Queue, a.IDs[0])
 	}
-	return h.queueURL(a.Queue)
+	return h.tabURL(a.Queue, a.State)
+}
+
+// outcome sorts the ids of an action on items by what became of them.
+type outcome struct {
+	done, marked, gone, wrong []string
+}
+
+// names lists up to 5 ids, quoted.
+func names(ids []string) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i == 5 {
+			fmt.Fprintf(&b, " and %d more", len(ids)-5)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoted(id))
+	}
+	return b.String()
 }
 
 // do runs the action and reports it as an HTTP status and a sentence.
 func (h *handler) do(ctx context.Context, q *redisq.Queue, a action) (int, string) {
+	if ops[a.Op].ids {
+		return h.doItems(ctx, q, a)
+	}
 	var n int64
 	var err error
 	var done string
 	switch a.Op {
-	case "requeue":
-		err = q.RequeueDead(ctx, a.ID)
-		done = fmt.Sprintf("Requeued dead item %s: it is due now.", quoted(a.ID))
-	case "delete-dead":
-		err = q.DeleteDead(ctx, a.ID)
-		done = fmt.Sprintf("Deleted dead item %s.", quoted(a.ID))
-	case "delete":
-		var out redisq.CancelOutcome
-		out, err = q.Cancel(ctx, a.ID)
-		done = fmt.Sprintf("Deleted item %s.", quoted(a.ID))
-		if out == redisq.CancelMarked {
-			done = fmt.Sprintf("Marked in-flight item %s: it is deleted when its consumer settles it, and never retried.", quoted(a.ID))
-		}
 	case "requeue-all":
 		n, err = q.RequeueAllDead(ctx)
-		done = fmt.Sprintf("Requeued %d dead items of queue %s.", n, quoted(a.Queue))
+		done = fmt.Sprintf("Requeued %s of queue %s.", count(n, "dead item"), quoted(a.Queue))
 	case "delete-all-dead":
 		n, err = q.DeleteAllDead(ctx)
-		done = fmt.Sprintf("Deleted %d dead items of queue %s.", n, quoted(a.Queue))
+		done = fmt.Sprintf("Deleted %s of queue %s.", count(n, "dead item"), quoted(a.Queue))
 	case "purge":
 		n, err = q.Purge(ctx, a.State)
 		verb := "deleted"
 		if a.State == redisq.StateInFlight {
 			verb = "marked cancelled"
 		}
-		done = fmt.Sprintf("Purged queue %s: %s %d %s items.", quoted(a.Queue), verb, n, a.State)
+		done = fmt.Sprintf("Purged queue %s: %s %s.", quoted(a.Queue), verb, count(n, a.State.String()+" item"))
+	case "pause", "resume":
+		var paused bool
+		paused, err = q.Paused(ctx)
+		switch {
+		case err != nil:
+		case paused == (a.Op == "pause"):
+			return http.StatusOK, fmt.Sprintf("Queue %s is already %s; nothing changed.", quoted(a.Queue), map[bool]string{true: "paused", false: "running"}[paused])
+		case a.Op == "pause":
+			err = q.Pause(ctx)
+			done = fmt.Sprintf("Paused queue %s: consumers take nothing until it is resumed.", quoted(a.Queue))
+		default:
+			err = q.Resume(ctx)
+			done = fmt.Sprintf("Resumed queue %s: consumers take its due items again.", quoted(a.Queue))
+		}
 	}
 	switch {
 	case err == nil:
 		return http.StatusOK, done
-	case errors.Is(err, redisq.ErrNotFound):
-		return http.StatusNotFound, fmt.Sprintf("No item %s in queue %s; nothing changed.", quoted(a.ID), quoted(a.Queue))
-	case errors.Is(err, redisq.ErrNotDead):
-		return http.StatusConflict, fmt.Sprintf("Item %s is not dead (any more); nothing changed.", quoted(a.ID))
 	case errors.Is(err, redisq.ErrNoQueue):
 		return http.StatusNotFound, fmt.Sprintf("Queue %s has no data (any more); nothing changed.", quoted(a.Queue))
 	}
@@ -258,4 +442,102 @@ func (h *handler) do(ctx context.Context, q *redisq.Queue, a action) (int, strin
 		return status, fmt.Sprintf("%d items changed, then: %s", n, msg)
 	}
 	return status, "Failed: " + msg
+}
+
+// doItems runs an action on its ids, one redisq call each, and reports
+// what became of them. A Redis error stops it.
+func (h *handler) doItems(ctx context.Context, q *redisq.Queue, a action) (int, string) {
+	var o outcome
+	var failure error
+	for _, id := range a.IDs {
+		var err error
+		marked := false
+		switch a.Op {
+		case "requeue":
+			err = q.RequeueDead(ctx, id)
+		case "delete-dead":
+			err = q.DeleteDead(ctx, id)
+		case "delete":
+			var out redisq.CancelOutcome
+			out, err = q.Cancel(ctx, id)
+			marked = out == redisq.CancelMarked
+		case "run-now":
+			_, err = q.RescheduleAfter(ctx, id, 0)
+		}
+		switch {
+		case err == nil && marked:
+			o.marked = append(o.marked, id)
+		case err == nil:
+			o.done = append(o.done, id)
+		case errors.Is(err, redisq.ErrNotFound):
+			o.gone = append(o.gone, id)
+		case errors.Is(err, redisq.ErrNotDead), errors.Is(err, redisq.ErrInFlight):
+			o.wrong = append(o.wrong, id)
+		default:
+			failure = err
+		}
+		if failure != nil {
+			break
+		}
+	}
+	qn := quoted(a.Queue)
+	var msg string
+	if len(a.IDs) == 1 && failure == nil {
+		id := quoted(a.IDs[0])
+		switch {
+		case len(o.gone) == 1:
+			return http.StatusNotFound, fmt.Sprintf("No item %s in queue %s; nothing changed.", id, qn)
+		case len(o.wrong) == 1 && a.Op == "run-now":
+			return http.StatusConflict, fmt.Sprintf("Item %s is in flight (a consumer has it); nothing changed.", id)
+		case len(o.wrong) == 1:
+			return http.StatusConflict, fmt.Sprintf("Item %s is not dead (any more); nothing changed.", id)
+		case len(o.marked) == 1:
+			return http.StatusOK, fmt.Sprintf("Marked in-flight item %s: it is deleted when its consumer settles it, and never retried.", id)
+		}
+		switch a.Op {
+		case "requeue":
+			return http.StatusOK, fmt.Sprintf("Requeued dead item %s: it is due now.", id)
+		case "delete-dead":
+			return http.StatusOK, fmt.Sprintf("Deleted dead item %s.", id)
+		case "delete":
+			return http.StatusOK, fmt.Sprintf("Deleted item %s.", id)
+		default:
+			return http.StatusOK, fmt.Sprintf("Item %s of queue %s is due now.", id, qn)
+		}
+	}
+	n := int64(len(o.done))
+	switch a.Op {
+	case "requeue":
+		msg = fmt.Sprintf("Requeued %s of queue %s: they are due now.", count(n, "dead item"), qn)
+	case "delete-dead":
+		msg = fmt.Sprintf("Deleted %s of queue %s.", count(n, "dead item"), qn)
+	case "delete":
+		msg = fmt.Sprintf("Deleted %s of queue %s.", count(n, "item"), qn)
+		if len(o.marked) > 0 {
+			msg += fmt.Sprintf(" Marked %s: deleted when their consumers settle them, never retried.", count(int64(len(o.marked)), "in-flight item"))
+		}
+	default:
+		msg = fmt.Sprintf("Made %s of queue %s due now.", count(n, "item"), qn)
+	}
+	if len(o.wrong) > 0 {
+		state := "not dead (any more)"
+		if a.Op == "run-now" {
+			state = "in flight"
+		}
+		msg += fmt.Sprintf(" Nothing changed for %s, %s: %s.", count(int64(len(o.wrong)), "item"), state, names(o.wrong))
+	}
+	if len(o.gone) > 0 {
+		msg += fmt.Sprintf(" Gone meanwhile (acked or deleted): %s.", names(o.gone))
+	}
+	if failure != nil {
+		status, m := h.redisStatus(failure)
+		return status, msg + " Then: " + m
+	}
+	if len(o.done)+len(o.marked) == 0 {
+		if len(o.wrong) > 0 {
+			return http.StatusConflict, msg
+		}
+		return http.StatusNotFound, msg
+	}
+	return http.StatusOK, msg
 }

@@ -74,22 +74,26 @@ func TestFillIsAQueue(t *testing.T) {
 // BenchmarkPages1M serves each page of a queue with a million scheduled
 // items (plus the fixture's), through the handler, against a local
 // redis-server: the dashboard's cost is bounded, not proportional to n.
-// overview-scan lists the queues by SCAN on every request (no cache).
+// overview-uncached lists the queues from the registry on every request.
 func BenchmarkPages1M(b *testing.B) {
 	f := newFixture(b, dqweb.Options{})
 	fill(b, f.c, "orders", 1_000_000)
 	cached := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"})
-	scan := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/", QueueListTTL: time.Nanosecond})
+	uncached := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/", QueueListTTL: time.Nanosecond})
 	for _, p := range []struct {
 		name string
 		h    http.Handler
 		path string
+		code int
 	}{
-		{"queue", cached, "/dq/queue?q=orders"},
-		{"queue-deep-page", cached, "/dq/queue?q=orders&s=900000"},
-		{"item", cached, "/dq/item?q=orders&id=item:123456"},
-		{"overview", cached, "/dq/"},
-		{"overview-scan", scan, "/dq/"},
+		{"queue", cached, "/dq/queue?q=orders", 200},
+		{"scheduled-tab", cached, "/dq/queue?q=orders&state=scheduled", 200},
+		{"scheduled-deep-page", cached, "/dq/queue?q=orders&state=scheduled&offset=900000", 200},
+		{"dead-tab", cached, "/dq/queue?q=orders&state=dead", 200},
+		{"find", cached, "/dq/queue?q=orders&find=item:123456", http.StatusSeeOther},
+		{"item", cached, "/dq/item?q=orders&id=item:123456", 200},
+		{"overview", cached, "/dq/", 200},
+		{"overview-uncached", uncached, "/dq/", 200},
 	} {
 		b.Run("page="+p.name, func(b *testing.B) {
 			serve := func() {
@@ -97,7 +101,7 @@ func BenchmarkPages1M(b *testing.B) {
 				req := httptest.NewRequest(http.MethodGet, p.path, nil)
 				req.Host = "127.0.0.1" // httptest's example.com is refused
 				p.h.ServeHTTP(rec, req)
-				if rec.Code != http.StatusOK {
+				if rec.Code != p.code {
 					b.Fatalf("%s: %d\n%s", p.path, rec.Code, rec.Body)
 				}
 			}

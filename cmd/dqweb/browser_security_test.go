@@ -94,6 +94,9 @@ func TestBrowserHostileNames(t *testing.T) {
 	if got := b.text("h1"); got != "Queue "+rtlShown {
 		t.Errorf("queue page heading %q", got)
 	}
+	b.run(chromedp.Click(chromedp.CSS(`nav.tabs a[data-state="dead"]`)))
+	b.run(chromedp.WaitVisible(chromedp.CSS(`article.deaditem`)))
+	noRaw("dead tab")
 	if got := b.text(`article.deaditem .reason`); got != `"paid\u202e\u2066 deifirev\u2069"` {
 		t.Errorf("dead reason shown as %q", got)
 	}

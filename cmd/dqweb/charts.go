@@ -163,7 +163,10 @@ func latenessChart(l redisq.Lateness) chart {
 		if n == 1 {
 			what = "1 delivery"
 		}
-		if i < len(l.Bounds) {
+		switch {
+		case i < len(l.Bounds) && l.Bounds[i] == 0:
+			return fmt.Sprintf("%s on time (to the millisecond)", what)
+		case i < len(l.Bounds):
 			return fmt.Sprintf("%s late by at most %s", what, label(i))
 		}
 		return fmt.Sprintf("%s late by more than %s", what, short(l.Bounds[len(l.Bounds)-1]))

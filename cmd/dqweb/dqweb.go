@@ -4,21 +4,30 @@
 //
 //	mux.Handle("/dq/", dqweb.Handler(client, dqweb.Options{Prefix: "/dq/"}))
 //
-// It shows every queue on the server (counts per state, enqueue and
-// delivery rates, delivery lateness, dead items highlighted), one queue
-// (a chart of the items due over the next hour and the overdue backlog,
-// lateness, in-flight items, scheduled items in due order, dead items with
-// their reason and payload, all paged) and one item. Unless
-// Options.ReadOnly is set, it requeues and deletes dead items one by one
-// or all at once, deletes items and purges a state: each action is a POST
-// with a CSRF token, confirmed first and reported after.
+// It shows every queue on the server (counts per state, paused ones
+// marked, enqueue, delivery and ack rates, the error rate, delivery
+// lateness, dead items highlighted) and one queue: a summary (the
+// counters with their rates, the history of the last minutes from the
+// dashboard's own readings, a chart of the items due over the next hour
+// and the overdue backlog, lateness) and a tab per state (scheduled in
+// due order, in flight with their lease deadlines, dead with their reason
+// and payload), each with its count, paging and the actions that fit it;
+// a search box opens an item by its exact id, whatever its state. Unless
+// Options.ReadOnly is set, it requeues, deletes or runs now (due now) one
+// item, the items selected on a page (at most MaxSelect) or every item of
+// a state, and pauses or resumes the queue (redisq Queue.Pause): each
+// action is a POST with a CSRF token, confirmed first (naming the items,
+// or their number) and reported after.
 //
 // Pages are rendered on the server with html/template (charts are inline
-// SVG); the stylesheet and the one small script (auto-refresh and
-// confirmation dialogs) are embedded in the binary, and the
-// Content-Security-Policy allows no other script, no inline script and no
-// request to another origin. The handler does not authenticate anyone:
-// wrap it in the service's authentication middleware (BasicAuth is one).
+// SVG); the stylesheet and the one small script (auto-refresh,
+// confirmation dialogs and the count of a selection) are embedded in the
+// binary, and the Content-Security-Policy allows no other script, no
+// inline script and no request to another origin. Every page works
+// without the script: tabs and pagers are links, and actions are
+// confirmed on a page of their own. The handler does not authenticate
+// anyone: wrap it in the service's authentication middleware (BasicAuth
+// is one).
 //
 // Hostile data cannot spoof or break a page: names, ids and reasons are
 // shown with every control character, bidi override or mark and invalid
@@ -41,7 +50,16 @@
 // Such a payload is shown by size only; `dqctl show` prints it. There is
 // no download, for the same reason: every chunk would cost a copy of the
 // whole payload. At most MaxPayloadReads payload reads (and their
-// formatting) run at once per handler, which bounds their memory.
+// formatting) run at once per handler, which bounds their memory. An
+// action on selected items makes one redisq call per item, at most
+// MaxSelect.
+//
+// Rates, the error rate and the history come from the Stats readings the
+// pages make, kept in the handler's memory (no goroutine, no timer): at
+// most one every 2 s per queue over the last minute for the rates, one
+// every 10 s over the last 10 minutes for the history, for at most 1000
+// queues, about 15 KiB each. They cover the time someone had a page of
+// the queue open; Prometheus (dqprom) is the long-term store.
 //
 // Failures say what failed: 503 when Redis cannot be reached, 504 when it
 // does not answer in time, 502 when it answers with an error, 400 for a
@@ -75,13 +93,15 @@ type Options struct {
 	Prefix string
 	// ReadOnly hides every action and rejects every POST with 403.
 	ReadOnly bool
-	// Queues lists the queues the overview shows. Empty: every queue on
-	// the server, found with redisq.ListQueues (a SCAN of the whole
-	// keyspace, cached for QueueListTTL). Queue pages open any name of up
-	// to MaxName bytes.
+	// Queues lists the queues the overview shows. Empty: every queue in
+	// the server's registry (redisq.ListQueues: the set {dq}:queues, whose
+	// cost grows with the number of queues, not of keys), cached for
+	// QueueListTTL; queues no process of this redisq version has opened
+	// are not in it (dqctl queues -scan finds them). Queue pages open any
+	// name of up to MaxName bytes.
 	Queues []string
-	// QueueListTTL is how long the list of queues found by SCAN is reused;
-	// default 30s.
+	// QueueListTTL is how long the list of queues read from the registry
+	// is reused; default 30s.
 	QueueListTTL time.Duration
 	// Title names the dashboard in the page header and title; default
 	// "redisq".
@@ -90,9 +110,10 @@ type Options struct {
 	// every dead item or a whole state run in batches until done or the
 	// request is cancelled.
 	Timeout time.Duration
-	// Refresh is how often pages reload themselves (the page's script
-	// pauses while the user selects text or the tab is hidden); default
-	// 5s, negative disables it.
+	// Refresh is how often the overview and a queue's summary reload
+	// themselves (the page's script pauses while the user selects text,
+	// types a search or the tab is hidden; lists of items, where items
+	// are selected, do not reload); default 5s, negative disables it.
 	Refresh time.Duration
 	// AllowedHosts names the hosts the dashboard answers to besides IP
 	// literals, localhost and names under .localhost: exact names such as

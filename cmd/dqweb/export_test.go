@@ -1,6 +1,10 @@
 package dqweb
 
-import "github.com/dq-go/delayqueue/redisq"
+import (
+	"fmt"
+
+	"github.com/dq-go/delayqueue/redisq"
+)
 
 // FormatPayload is formatPayload.
 func FormatPayload(p []byte, size, limit int) (kind, text string, truncated bool) {
@@ -25,4 +29,25 @@ func NewRates() Rates { return Rates{newRates()} }
 func (r Rates) Observe(name string, st redisq.Stats) (known bool, enq, del float64, late redisq.Lateness, recent bool) {
 	v := r.r.observe(name, st)
 	return v.Known, v.Enqueued, v.Delivered, v.Lateness, v.Recent
+}
+
+// RateView is what observe returns, in part.
+type RateView struct {
+	Known, ErrKnown   bool
+	Acked, Failed     float64
+	ErrorRate         float64
+	History           int      // points
+	RatePoints, Paths []string // per series of the rates chart: points, path data
+}
+
+// ObserveView is rates.observe, with the history charts drawn.
+func (r Rates) ObserveView(name string, st redisq.Stats) RateView {
+	v := r.r.observe(name, st)
+	rc, _ := historyCharts(v.History, st.Now)
+	out := RateView{Known: v.Known, ErrKnown: v.ErrKnown, Acked: v.Acked, Failed: v.Failed, ErrorRate: v.ErrorRate, History: len(v.History)}
+	for _, s := range rc.Series {
+		out.RatePoints = append(out.RatePoints, fmt.Sprint(s.Class, "=", s.Points))
+		out.Paths = append(out.Paths, s.Path)
+	}
+	return out
 }

@@ -335,18 +335,31 @@ var funcs = template.FuncMap{
 	"show":     shown,
 	"reason":   shownReason,
 	"hex":      func(s string) string { return hex.EncodeToString([]byte(s)) },
+	// form is the button of an action on one item (id) of queue, listed
+	// in state (for the wording and the page to go back to).
 	"form": func(prefix, csrf, op, queue, id, state string) actionForm {
-		a := action{Op: op, Queue: queue, ID: id}
+		a := action{Op: op, Queue: queue, IDs: []string{id}}
 		a.State, _ = redisq.ParseState(state)
-		f := actionForm{Prefix: prefix, CSRF: csrf, Op: op, QueueX: hex.EncodeToString([]byte(queue)), State: state,
-			Label: ops[op].label, Confirm: a.question(), Danger: op != "requeue" && op != "requeue-all"}
-		if id != "" {
-			f.IDX = hex.EncodeToString([]byte(id))
+		return actionForm{Prefix: prefix, CSRF: csrf, Op: op, QueueX: hex.EncodeToString([]byte(queue)), State: state,
+			IDX: hex.EncodeToString([]byte(id)), Label: ops[op].label, Confirm: a.question(), Danger: ops[op].danger}
+	},
+	"plural": func(n any, unit string) string {
+		switch v := n.(type) {
+		case int:
+			return count(int64(v), unit)
+		case int64:
+			return count(v, unit)
 		}
-		if state != "" {
-			f.Label += " " + state
+		return fmt.Sprint(n, " ", unit, "s")
+	},
+	"percent": func(f float64) string {
+		switch {
+		case f == 0:
+			return "0%"
+		case f < 0.001:
+			return "< 0.1%"
 		}
-		return f
+		return fmt.Sprintf("%.1f%%", f*100)
 	},
 	"states": func() []redisq.State { return redisq.States },
 }

@@ -54,19 +54,26 @@ func TestPagesShowTheCounts(t *testing.T) {
 			t.Errorf("overview lacks queue %s", name)
 		}
 	}
-	// Every fixture id is listed in its section.
-	for section, ids := range map[string][]string{"inflight": inFlightIDs, "scheduled": append(append(append([]string{}, overdueIDs...), soonIDs...), laterIDs...), "dead": deadIDs} {
-		s := qp.body[strings.Index(qp.body, `<section id="`+section+`">`):]
+	// Every fixture id is listed in its state's tab, and only there.
+	tabs := map[string][]string{"inflight": inFlightIDs, "scheduled": append(append(append([]string{}, overdueIDs...), soonIDs...), laterIDs...), "dead": deadIDs}
+	for section, ids := range tabs {
+		body := get(t, c, f.tabURL("orders", section)).body
+		s := body[strings.Index(body, `<section id="`+section+`" class="list">`):]
 		s = s[:strings.Index(s, "</section>")]
 		for _, id := range ids {
 			if !strings.Contains(s, `data-id="`+html.EscapeString(id)+`"`) {
-				t.Errorf("section %s lacks %q", section, id)
+				t.Errorf("tab %s lacks %q", section, id)
 			}
 		}
-	}
-	// The lease deadline of an in-flight item is about 10 minutes away.
-	if !regexp.MustCompile(`in (9m5\d|10m0)`).MatchString(qp.body) {
-		t.Errorf("no lease deadline about 10m ahead on the queue page")
+		for other, ids := range tabs {
+			if other != section && strings.Contains(s, `data-id="`+html.EscapeString(ids[0])+`"`) {
+				t.Errorf("tab %s lists %q of %s", section, ids[0], other)
+			}
+		}
+		// The lease deadline of an in-flight item is about 10 minutes away.
+		if section == "inflight" && !regexp.MustCompile(`in (9m5\d|10m0)`).MatchString(s) {
+			t.Errorf("no lease deadline about 10m ahead on the in-flight tab")
+		}
 	}
 	it := get(t, c, f.itemURL("orders", "mail:7"))
 	for _, want := range []string{`data-k="state" class="dead">dead`, "max attempts: smtp 421", "&#34;to&#34;: &#34;u7@example.com&#34;,\n  &#34;order&#34;: 7"} {
@@ -111,7 +118,7 @@ func TestDueChart(t *testing.T) {
 func TestEverythingIsEscaped(t *testing.T) {
 	f := newFixture(t, dqweb.Options{})
 	c := client(t)
-	for _, u := range []string{f.base, f.queueURL("orders"), f.itemURL("orders", xssID), f.queueURL(oddQueue), f.itemURL(oddQueue, "one")} {
+	for _, u := range []string{f.base, f.queueURL("orders"), f.tabURL("orders", "dead"), f.itemURL("orders", xssID), f.queueURL(oddQueue), f.tabURL(oddQueue, "scheduled"), f.itemURL(oddQueue, "one")} {
 		r := get(t, c, u)
 		if r.status != http.StatusOK {
 			t.Fatalf("%s: %d", u, r.status)
@@ -129,7 +136,7 @@ func TestEverythingIsEscaped(t *testing.T) {
 			t.Errorf("%s has an inline event handler or style attribute", u)
 		}
 	}
-	qp := get(t, c, f.queueURL("orders")).body
+	qp := get(t, c, f.tabURL("orders", "dead")).body
 	for _, want := range []string{html.EscapeString(xssPayload), html.EscapeString(xssReason), html.EscapeString(xssID)} {
 		if !strings.Contains(qp, want) {
 			t.Errorf("queue page lacks %q as text", want)
@@ -200,7 +207,7 @@ func TestActions(t *testing.T) {
 			func() bool { return f.state(t, "charge:1") == redisq.StateInFlight }},
 		{url.Values{"op": {"delete"}, "q": {"orders"}, "id": {"soon:1"}}, 200, "Deleted item &#34;soon:1&#34;",
 			func() bool { return f.state(t, "soon:1") == 0 }},
-		{url.Values{"op": {"requeue-all"}, "q": {"orders"}}, 200, "Requeued 1 dead items",
+		{url.Values{"op": {"requeue-all"}, "q": {"orders"}}, 200, "Requeued 1 dead item of",
 			func() bool { return f.state(t, "blob:1") == redisq.StateScheduled }},
 		{url.Values{"op": {"delete-all-dead"}, "q": {"orders"}}, 200, "Deleted 0 dead items", nil},
 		{url.Values{"op": {"purge"}, "q": {"orders"}, "state": {"scheduled"}}, 200, "deleted 12 scheduled items",
@@ -292,9 +299,9 @@ func TestCSRF(t *testing.T) {
 func TestReadOnly(t *testing.T) {
 	f := newFixture(t, dqweb.Options{ReadOnly: true})
 	c := client(t)
-	for _, u := range []string{f.base, f.queueURL("orders"), f.itemURL("orders", "mail:7")} {
+	for _, u := range []string{f.base, f.queueURL("orders"), f.tabURL("orders", "dead"), f.tabURL("orders", "scheduled"), f.itemURL("orders", "mail:7")} {
 		r := get(t, c, u)
-		if r.status != http.StatusOK || strings.Contains(r.body, "<form") || strings.Contains(r.body, "<button type=\"submit\"") || !strings.Contains(r.body, "read-only") {
+		if r.status != http.StatusOK || strings.Contains(r.body, `method="post"`) || strings.Contains(r.body, "data-op=") || !strings.Contains(r.body, "read-only") {
 			t.Errorf("%s in read-only mode: %d, forms shown or no read-only badge", u, r.status)
 		}
 		if strings.Contains(r.header.Get("Set-Cookie"), "dqweb_csrf") {
@@ -331,10 +338,10 @@ func TestPaging(t *testing.T) {
 	}
 	c := client(t)
 	var seen []string
-	u := f.queueURL("orders")
+	u := f.tabURL("orders", "scheduled")
 	for page := 0; ; page++ {
 		body := get(t, c, u).body
-		s := body[strings.Index(body, `<section id="scheduled">`):]
+		s := body[strings.Index(body, `<section id="scheduled" class="list">`):]
 		s = s[:strings.Index(s, "</section>")]
 		for _, m := range regexp.MustCompile(`<tr data-id="([^"]*)"`).FindAllStringSubmatch(s, -1) {
 			seen = append(seen, html.UnescapeString(m[1]))
@@ -361,7 +368,7 @@ func TestPaging(t *testing.T) {
 		t.Fatalf("last item %q, want nextday", seen[130])
 	}
 	// An offset past the end shows an empty page, not an error.
-	if r := get(t, c, f.queueURL("orders")+"&s=99999"); r.status != http.StatusOK {
+	if r := get(t, c, f.tabURL("orders", "scheduled")+"&offset=99999"); r.status != http.StatusOK {
 		t.Fatalf("offset past the end: %d", r.status)
 	}
 }

@@ -219,6 +219,11 @@ func (f *fixture) queueURL(name string) string {
 	return f.base + "queue?" + url.Values{"q": {name}}.Encode()
 }
 
+// tabURL is the queue page's tab of state.
+func (f *fixture) tabURL(name, state string) string {
+	return f.base + "queue?" + url.Values{"q": {name}, "state": {state}}.Encode()
+}
+
 func (f *fixture) itemURL(name, id string) string {
 	return f.base + "item?" + url.Values{"q": {name}, "id": {id}}.Encode()
 }

@@ -118,8 +118,9 @@ func TestHostileNames(t *testing.T) {
 		checkPage(t, "queue page "+u, r, 200<<10)
 	}
 
-	qp := get(t, c, f.queueURL(rtlQueue))
-	checkPage(t, "queue page", qp, 400<<10)
+	checkPage(t, "queue page", get(t, c, f.queueURL(rtlQueue)), 400<<10)
+	qp := get(t, c, f.tabURL(rtlQueue, "dead"))
+	checkPage(t, "dead tab", qp, 400<<10)
 	for _, want := range []string{
 		"<title>" + html.EscapeString(rtlShown) + " · redisq</title>",
 		`<h1>Queue <span class="name">` + html.EscapeString(rtlShown) + `</span></h1>`,

@@ -2,6 +2,7 @@ package dqweb
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -19,9 +20,10 @@ import (
 // O(log n), the due chart 62 range counts, each list one page (List is
 // O(log n + page)), and payloads are read with GetPrefix, whose copy on
 // Redis is at most redisq.MaxPrefixScan bytes (for previews, only payloads
-// up to previewScan bytes are read at all). Only the overview's list of
-// queues, without Options.Queues, SCANs the keyspace, and reuses what it
-// found for Options.QueueListTTL.
+// up to previewScan bytes are read at all). The overview's list of
+// queues, without Options.Queues, is redisq.ListQueues (the registry
+// {dq}:queues: its cost grows with the number of queues, not of keys),
+// reused for Options.QueueListTTL; it reads at most 100 queues a page.
 
 // MaxName is the longest queue name or id the dashboard opens or acts on:
 // longer ones are listed (cut, not linked, without actions) and a request
@@ -43,6 +45,15 @@ func (h *handler) queueURL(name string) string {
 		return ""
 	}
 	return h.opt.Prefix + "queue?" + url.Values{"q": {name}}.Encode()
+}
+
+// tabURL is the queue's page showing state (0: the summary).
+func (h *handler) tabURL(name string, state redisq.State) string {
+	u := h.queueURL(name)
+	if u != "" && state != 0 {
+		u += "&state=" + state.String()
+	}
+	return u
 }
 
 func (h *handler) itemURL(name, id string) string {
@@ -205,126 +216,44 @@ func (h *handler) overview(ctx context.Context, w http.ResponseWriter, r *http.R
 	}{h.layout(w, r, "Queues", true), rows, h.pager(r, "o", off, int64(len(shown)), int64(len(names)), queuesPerPage)})
 }
 
-// pager links the pages of one list on a page whose other parameters stay.
+// pager links the pages of one list on a page whose other parameters
+// stay.
 type pager struct {
-	From, To, Total         int64
-	First, Prev, Next, Last string // "" when there is no such page
+	From, To, Total int64
+	Past            bool // the offset is past the end of the list
+	First, Prev     string
+	Next, Last      string // "" when there is no such page
 }
 
+// pager is the pager of a page of n items at offset off of total, in
+// pages of size, linked through the query parameter key. Offsets anywhere
+// up to math.MaxInt64 give links within 0..total.
 func (h *handler) pager(r *http.Request, key string, off, n, total int64, size int) pager {
-	p := pager{From: off + 1, To: off + n, Total: total}
-	if n == 0 {
-		p.From = off
-	}
+	p := pager{From: off + 1, To: off + n, Total: total, Past: n == 0 && total > 0}
 	link := func(o int64) string {
 		v := r.URL.Query()
+		v.Del("find") // a search is not repeated page after page
 		v.Set(key, strconv.FormatInt(o, 10))
 		return h.opt.Prefix + r.URL.Path[len(h.opt.Prefix):] + "?" + v.Encode()
 	}
 	sz := int64(size)
-	if off > 0 {
+	lastStart := int64(0)
+	if total > 0 {
+		lastStart = (total - 1) / sz * sz
+	}
+	switch {
+	case off >= total && total > 0:
+		p.First, p.Prev = link(0), link(lastStart) // back from past the end: the last page
+	case off > 0:
 		p.First, p.Prev = link(0), link(max(0, off-sz))
 	}
-	if off+sz < total {
-		p.Next, p.Last = link(off+sz), link((total-1)/sz*sz)
+	if off < total-sz {
+		p.Next = link(off + sz)
+	}
+	if off < lastStart {
+		p.Last = link(lastStart)
 	}
 	return p
-}
-
-// deadPageSize is smaller than PageSize: dead items show their payloads.
-const deadPageSize = 20
-
-// queueData is the queue page.
-type queueData struct {
-	layout
-	queueRow
-	Now                            time.Time
-	Due                            chart
-	Later                          int64
-	Lateness                       chart
-	Scheduled, InFlight, Dead      []itemRow
-	SchedPager, FlightPager, DPage pager
-}
-
-func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Query().Get("q")
-	q := h.queue(ctx, w, r, name)
-	if q == nil {
-		return
-	}
-	what := "reading queue " + quoted(name)
-	d := queueData{layout: h.layout(w, r, shown(name), true), queueRow: h.row(ctx, name)}
-	d.Crumbs = append(d.Crumbs, crumb{shown(name), ""})
-	if d.status != 0 {
-		h.failStatus(w, r, d.status, "%s: %s", what, d.Err)
-		return
-	}
-	d.Now = d.Stats.Now
-	hist, err := q.DueHistogram(ctx, time.Minute, 60)
-	if err != nil {
-		h.redisFail(w, r, err, what)
-		return
-	}
-	d.Due, d.Later = dueChart(hist), hist.Later
-	d.Lateness = latenessChart(d.Rates.Lateness)
-	lists := []struct {
-		state redisq.State
-		key   string
-		size  int
-		rows  *[]itemRow
-		pager *pager
-	}{
-		{redisq.StateInFlight, "f", PageSize, &d.InFlight, &d.FlightPager},
-		{redisq.StateScheduled, "s", PageSize, &d.Scheduled, &d.SchedPager},
-		{redisq.StateDead, "d", deadPageSize, &d.Dead, &d.DPage},
-	}
-	for _, l := range lists {
-		off := offset(r, l.key)
-		page, err := q.List(ctx, l.state, redisq.ListOptions{Offset: off, Limit: l.size})
-		if err == nil && l.state == redisq.StateDead {
-			err = h.withPayloads(ctx, q, &page)
-		}
-		if err != nil {
-			h.redisFail(w, r, err, fmt.Sprintf("listing %s items of queue %s", l.state, quoted(name)))
-			return
-		}
-		for _, it := range page.Items {
-			*l.rows = append(*l.rows, h.itemRow(name, it, page.Now, previewBytes))
-		}
-		*l.pager = h.pager(r, l.key, off, int64(len(page.Items)), page.Total, l.size)
-	}
-	h.render(w, http.StatusOK, "queue", d)
-}
-
-// A page of dead items shows the start of each payload up to previewScan
-// bytes: previewRead bytes of it are read, and larger payloads are not
-// read at all (their item page shows more).
-const (
-	previewScan = 64 << 10
-	previewRead = 1 << 10
-)
-
-// withPayloads fills in the start of the payloads of a page of dead items
-// read without them, holding one payload token for the page.
-func (h *handler) withPayloads(ctx context.Context, q *redisq.Queue, page *redisq.Page) error {
-	return h.readingPayloads(ctx, func() error {
-		for i, it := range page.Items {
-			if it.PayloadSize == 0 || it.PayloadSize > previewScan || len(it.ID) > MaxName {
-				continue
-			}
-			pre, err := q.GetPrefix(ctx, it.ID, previewRead)
-			if errors.Is(err, redisq.ErrNotFound) {
-				continue // gone meanwhile: shown without its payload
-			}
-			if err != nil {
-				return err
-			}
-			if pre.PayloadSize == it.PayloadSize {
-				page.Items[i].Payload = pre.Payload
-			}
-		}
-		return nil
-	})
 }
 
 // readingPayloads runs f holding one of the handler's MaxPayloadReads
@@ -344,11 +273,17 @@ type itemRow struct {
 	redisq.Item
 	IDShown               string
 	URL                   string // "" when the id is too long to open
+	IDX                   string // the id hex-encoded, for a selection; "" when it cannot be selected
+	Long                  bool   // the id is long enough to wrap
 	Due, Enqueued, DiedAt when
 	Lease                 when
 	LeaseExpired, HasLoad bool
 	Payload               payloadView
 }
+
+// longID is the length (in bytes) past which an id may wrap in a list:
+// shorter ones stay on one line.
+const longID = 40
 
 // previewBytes is how much of a formatted payload a list shows.
 const previewBytes = 300
@@ -356,6 +291,10 @@ const previewBytes = 300
 // itemRow formats it, showing up to limit bytes of formatted payload.
 func (h *handler) itemRow(queue string, it redisq.Item, now time.Time, limit int) itemRow {
 	row := itemRow{Item: it, IDShown: shown(it.ID), URL: h.itemURL(queue, it.ID), Due: at(it.Due, now), Enqueued: at(it.Enqueued, now)}
+	row.Long = len(row.IDShown) > longID
+	if row.URL != "" && len(it.ID) <= maxSelectID {
+		row.IDX = hex.EncodeToString([]byte(it.ID))
+	}
 	if it.State == redisq.StateInFlight {
 		row.Lease = at(it.LeaseDeadline, now)
 		row.LeaseExpired = !it.LeaseDeadline.After(now)

@@ -72,7 +72,7 @@ func TestPayloadReadsAreBounded(t *testing.T) {
 		{f.itemURL("orders", "big") + "&full=1", "dqctl show"},
 		{f.itemURL("orders", "mid"), "Only the start of the payload is shown"},
 		{f.itemURL("orders", "mid") + "&full=1", `&#34;k&#34;: &#34;v&#34;`},
-		{f.queueURL("orders"), `data-id="big"`},
+		{f.tabURL("orders", "dead"), `data-id="big"`},
 	} {
 		before := sentBytes(t, f.c)
 		r := get(t, c, p.url)
@@ -184,7 +184,7 @@ func TestPayloadPreviewsAreBounded(t *testing.T) {
 		}
 	}
 	before := sentBytes(t, f.c)
-	r := get(t, client(t), f.queueURL("orders"))
+	r := get(t, client(t), f.tabURL("orders", "dead"))
 	sent := sentBytes(t, f.c) - before
 	if r.status != http.StatusOK || sent > 256<<10 {
 		t.Fatalf("queue page with 18 dead items of 70 KiB to 10 MiB: %d, Redis sent %d bytes", r.status, sent)

@@ -10,85 +10,149 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Rates and recent lateness come from the difference between the Stats a
-// page reads and an earlier reading of the same queue kept in memory: the
-// counters and the lateness histogram in Redis are totals since the queue
-// was created. The first page shown for a queue has no rates; pages that
-// auto-refresh get them from the second view on.
+// Rates, recent lateness and the history of the last minutes come from
+// the Stats readings the pages make, kept in memory: the counters and the
+// lateness histogram in Redis are totals since the queue was created. A
+// reading is kept when a page shows the queue (the overview or its own
+// page), at most every sampleEvery for rates and every historyEvery for
+// the history, so the first page shown for a queue has no rates, and the
+// history covers only the minutes someone had a page open (pages reload
+// themselves every Options.Refresh). Prometheus (dqprom) is the
+// long-term store.
+//
+// Memory is bounded: per queue at most rateWindow/sampleEvery readings
+// with their lateness histogram and historySpan/historyEvery points of
+// 7 numbers, for at most maxTracked queues (about 15 KiB a queue); a
+// reading of one more queue forgets all the others.
 
 const (
-	rateWindow  = time.Minute     // rates cover up to this much of the past
-	sampleEvery = 2 * time.Second // readings kept at most this often
-	minRateSpan = time.Second     // shortest span a rate is computed over
-	maxTracked  = 1000            // queues with readings; beyond, all are forgotten
+	rateWindow   = time.Minute      // rates cover up to this much of the past
+	sampleEvery  = 2 * time.Second  // readings kept at most this often
+	minRateSpan  = time.Second      // shortest span a rate is computed over
+	historySpan  = 10 * time.Minute // the history covers this much
+	historyEvery = 10 * time.Second // history points kept at most this often
+	maxTracked   = 1000             // queues with readings; beyond, all are forgotten
 )
 
 type sample struct {
 	at       time.Time
 	counters redisq.StatsCounters
-	late     redisq.Lateness
+	inFlight int64
+	late     []int64 // the lateness histogram's counts
+	lateSum  time.Duration
+}
+
+// point is one reading in the history.
+type point struct {
+	at                          time.Time
+	enqueued, delivered, acked  int64 // counters
+	scheduled, due, inFlight, d int64 // sizes (d: dead)
+}
+
+// track is what is kept of one queue.
+type track struct {
+	recent  []sample // oldest first, within rateWindow
+	history []point  // oldest first, within historySpan
 }
 
 // rates keeps recent Stats readings per queue. Safe for concurrent use.
 type rates struct {
 	mu sync.Mutex
-	m  map[string][]sample // guarded by mu; oldest first, within rateWindow
+	m  map[string]*track // guarded by mu
 }
 
-func newRates() *rates { return &rates{m: map[string][]sample{}} }
+func newRates() *rates { return &rates{m: map[string]*track{}} }
 
 // rateView is what a page shows of a queue's recent activity.
 type rateView struct {
-	Known               bool          // false until two readings span minRateSpan
-	Span                time.Duration // what the rates cover
-	Enqueued, Delivered float64       // per second over Span
+	Known bool          // false until two readings span minRateSpan
+	Span  time.Duration // what the rates cover
+	// Per second over Span.
+	Enqueued, Delivered, Acked, Nacked, Expired, DeadLettered float64
+	Cancelled, Rescheduled, Requeued, Deleted                 float64
+	// Failed is the leases that ended otherwise than by an ack (nacked,
+	// dead-lettered, expired), per second: the deliveries less the acks
+	// and the growth of the in-flight set.
+	Failed float64
+	// ErrorRate is Failed / (Acked + Failed), when that is not 0/0
+	// (ErrKnown).
+	ErrorRate float64
+	ErrKnown  bool
 	// Lateness is of the deliveries over Span when there were any, else
 	// since the queue was created (Recent false).
 	Lateness redisq.Lateness
 	Recent   bool
+	// History is the readings of the last historySpan, oldest first.
+	History []point
 }
 
 // observe records st (a reading of queue name) and returns the rates
-// since the oldest reading within rateWindow.
+// since the oldest reading within rateWindow, and the history.
 func (r *rates) observe(name string, st redisq.Stats) rateView {
 	v := rateView{Lateness: st.Lateness}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.m[name]
-	if !ok && len(r.m) >= maxTracked {
-		clear(r.m)
+	t, ok := r.m[name]
+	if !ok {
+		if len(r.m) >= maxTracked {
+			clear(r.m)
+		}
+		t = &track{}
+		r.m[name] = t
 	}
 	// Forget readings out of the window, from the future (another Redis
 	// clock), or from before a Destroy (counters went down).
-	s = slices.DeleteFunc(s, func(p sample) bool {
+	reset := func(c redisq.StatsCounters) bool { return c.Enqueued > st.Enqueued || c.Delivered > st.Delivered }
+	t.recent = slices.DeleteFunc(t.recent, func(p sample) bool {
 		age := st.Now.Sub(p.at)
-		return age > rateWindow || age < 0 || p.counters.Enqueued > st.Enqueued || p.counters.Delivered > st.Delivered
+		return age > rateWindow || age < 0 || reset(p.counters)
 	})
-	if len(s) > 0 {
-		base := s[0]
+	t.history = slices.DeleteFunc(t.history, func(p point) bool {
+		age := st.Now.Sub(p.at)
+		return age > historySpan || age < 0 || p.enqueued > st.Enqueued || p.delivered > st.Delivered
+	})
+	if len(t.recent) > 0 {
+		base := t.recent[0]
 		if span := st.Now.Sub(base.at); span >= minRateSpan {
 			v.Known, v.Span = true, span
-			v.Enqueued = float64(st.Enqueued-base.counters.Enqueued) / span.Seconds()
-			v.Delivered = float64(st.Delivered-base.counters.Delivered) / span.Seconds()
-			if d := diff(st.Lateness, base.late); d.Count() > 0 {
+			per := func(now, then int64) float64 { return float64(now-then) / span.Seconds() }
+			c, b := st.StatsCounters, base.counters
+			v.Enqueued, v.Delivered, v.Acked = per(c.Enqueued, b.Enqueued), per(c.Delivered, b.Delivered), per(c.Acked, b.Acked)
+			v.Nacked, v.Expired, v.DeadLettered = per(c.Nacked, b.Nacked), per(c.Expired, b.Expired), per(c.DeadLettered, b.DeadLettered)
+			v.Cancelled, v.Rescheduled = per(c.Cancelled, b.Cancelled), per(c.Rescheduled, b.Rescheduled)
+			v.Requeued, v.Deleted = per(c.Requeued, b.Requeued), per(c.Deleted, b.Deleted)
+			failed := max(0, (c.Delivered-b.Delivered)-(c.Acked-b.Acked)-(st.InFlight-base.inFlight))
+			v.Failed = float64(failed) / span.Seconds()
+			if settled := c.Acked - b.Acked + failed; settled > 0 {
+				v.ErrorRate, v.ErrKnown = float64(failed)/float64(settled), true
+			}
+			if d := diff(st.Lateness, base.late, base.lateSum); d.Count() > 0 {
 				v.Lateness, v.Recent = d, true
 			}
 		}
 	}
-	if len(s) == 0 || st.Now.Sub(s[len(s)-1].at) >= sampleEvery {
-		s = append(s, sample{st.Now, st.StatsCounters, st.Lateness})
+	if len(t.recent) == 0 || st.Now.Sub(t.recent[len(t.recent)-1].at) >= sampleEvery {
+		t.recent = append(t.recent, sample{st.Now, st.StatsCounters, st.InFlight, slices.Clone(st.Lateness.Counts), st.Lateness.Sum})
 	}
-	r.m[name] = s
+	if len(t.history) == 0 || st.Now.Sub(t.history[len(t.history)-1].at) >= historyEvery {
+		t.history = append(t.history, point{st.Now, st.Enqueued, st.Delivered, st.Acked, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead})
+	}
+	// The current reading ends the history shown, kept or not.
+	v.History = slices.Clone(t.history)
+	if last := v.History[len(v.History)-1]; !last.at.Equal(st.Now) {
+		v.History = append(v.History, point{st.Now, st.Enqueued, st.Delivered, st.Acked, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead})
+	}
 	return v
 }
 
-// diff is the histogram of the deliveries counted in a and not in b.
-func diff(a, b redisq.Lateness) redisq.Lateness {
-	d := redisq.Lateness{Bounds: a.Bounds, Counts: make([]int64, len(a.Counts)), Sum: a.Sum - b.Sum}
+// diff is the histogram of the deliveries counted in a and not in the
+// earlier counts b (with sum bSum).
+func diff(a redisq.Lateness, b []int64, bSum time.Duration) redisq.Lateness {
+	d := redisq.Lateness{Bounds: a.Bounds, Counts: make([]int64, len(a.Counts)), Sum: a.Sum - bSum}
 	for i := range a.Counts {
 		d.Counts[i] = a.Counts[i]
-		if i < len(b.Counts) {
-			d.Counts[i] -= b.Counts[i]
+		if i < len(b) {
+			d.Counts[i] -= b[i]
 		}
 		if d.Counts[i] < 0 {
 			return redisq.Lateness{Bounds: a.Bounds, Counts: make([]int64, len(a.Counts))}
@@ -98,14 +162,14 @@ func diff(a, b redisq.Lateness) redisq.Lateness {
 }
 
 // queueList caches the names redisq.ListQueues finds. Safe for
-// concurrent use; concurrent requests share one SCAN.
+// concurrent use; concurrent requests share one listing.
 type queueList struct {
 	ttl time.Duration
 
 	mu      sync.Mutex
 	names   []string      // guarded by mu
 	at      time.Time     // guarded by mu: when names were listed
-	pending chan struct{} // guarded by mu: closed when the SCAN under way ends
+	pending chan struct{} // guarded by mu: closed when the listing under way ends
 }
 
 func (l *queueList) get(ctx context.Context, c redis.UniversalClient) ([]string, error) {
@@ -131,6 +195,9 @@ func (l *queueList) get(ctx context.Context, c redis.UniversalClient) ([]string,
 		names, err := redisq.ListQueues(ctx, c)
 		l.mu.Lock()
 		if err == nil {
+			if names == nil {
+				names = []string{} // cached too
+			}
 			l.names, l.at = names, time.Now()
 		}
 		l.pending = nil

@@ -11,18 +11,21 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/dq-go/delayqueue/redisq"
 )
 
-var screenshots = flag.Bool("screenshots", false, "write the README's screenshots of the dashboard to docs/ (go test ./cmd/dqweb -run TestScreenshots -screenshots)")
+var screenshots = flag.Bool("screenshots", false, "write the screenshots of the dashboard to docs/ (go test ./cmd/dqweb -run TestScreenshots -screenshots)")
 
 // TestScreenshots regenerates docs/dqweb-*.png from the fixture with more
-// traffic: deliveries of varied lateness, items due over the hour, and a
-// few seconds of activity so that the rates show.
+// traffic: about a minute of deliveries (mostly acked, some nacked or
+// dead-lettered, of varied lateness) read by the queue's page every 10 s,
+// so that the rates, the error rate and the history show, and items due
+// over the hour.
 func TestScreenshots(t *testing.T) {
 	if !*screenshots {
 		t.Skip("regenerates docs/dqweb-*.png with -screenshots")
 	}
-	f := newFixture(t, dqweb.Options{Title: "redisq @ 127.0.0.1:6379"})
+	f := newFixture(t, dqweb.Options{Title: "redisq @ 127.0.0.1:6379", Refresh: -1})
 	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()
@@ -30,58 +33,89 @@ func TestScreenshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	other, err := redisq.New(ctx, f.c, "emails")
+	must(err)
+	defer other.Close()
+	must(other.Pause(ctx)) // shown with its badge
 	// The fixture's three overdue items are delivered first (and come
-	// back later), then a first reading, then traffic for the rates:
-	// deliveries of varied lateness (items due in the past, taken and
-	// acked) and items due over the hour, more of them soon.
+	// back later).
 	for range overdueIDs {
 		m, err := f.q.Take(ctx)
 		must(err)
 		must(m.Ack(ctx))
 	}
-	b := newTab(t, 1280, 1000)
-	b.open(f.base)
-	b.open(f.queueURL("orders"))
-	start := time.Now()
-	lateness := map[time.Duration]int{0: 140, time.Millisecond: 60, 4 * time.Millisecond: 30, 20 * time.Millisecond: 12,
-		200 * time.Millisecond: 6, 2 * time.Second: 3, 40 * time.Second: 1}
-	for late, n := range lateness {
-		for i := range n {
-			must(f.q.Enqueue(ctx, fmt.Sprintf("done:%v:%d", late, i), nil, time.Now().Add(-late)))
-			m, err := f.q.Take(ctx)
-			must(err)
-			must(m.Ack(ctx))
-		}
-	}
+	// Items due over the hour, more of them soon, and an overdue backlog
+	// (taken by nobody: the consumers below take only their own).
 	for i := range 400 {
 		x := float64(i) / 400
 		_, err := f.q.EnqueueAfter(ctx, fmt.Sprintf("order:%d", 5000+i), []byte(fmt.Sprintf(`{"order":%d}`, 5000+i)),
-			time.Duration(x*x*float64(time.Hour)))
+			time.Duration(x*x*float64(time.Hour)+float64(2*time.Minute)))
 		must(err)
 	}
-	for i, id := range append(overdueIDs, "late:4", "late:5", "late:6", "late:7") {
-		must(f.q.Enqueue(ctx, id, []byte(`{"late":true}`), time.Now().Add(-time.Duration(i+1)*time.Minute)))
-	}
-	time.Sleep(3*time.Second - time.Since(start)) // rates over about 3s
-	dir := filepath.Join("..", "..", "docs")
-	shot := func(name string, full bool) {
-		t.Helper()
-		a := chromedp.CaptureScreenshot()
-		if full {
-			a = chromedp.FullScreenshot(100)
+	b := newTab(t, 1280, 1000)
+	b.open(f.base)
+	b.open(f.queueURL("orders"))
+	lateness := []time.Duration{0, 0, 0, 0, 0, time.Millisecond, time.Millisecond, 4 * time.Millisecond, 20 * time.Millisecond,
+		200 * time.Millisecond, 2 * time.Second}
+	n := 0
+	for round := range 6 {
+		start := time.Now()
+		for i := range 30 + 15*(round%3) {
+			late := lateness[i%len(lateness)]
+			id := fmt.Sprintf("done:%d", n)
+			n++
+			must(f.q.Enqueue(ctx, id, []byte(`{"n":1}`), time.Now().Add(-late)))
+			m, err := f.q.Take(ctx)
+			must(err)
+			switch {
+			case i%17 == 3 && round > 1:
+				_, err = m.DeadLetter(ctx, "smtp 550: mailbox unavailable")
+			case i%9 == 4:
+				err = m.Nack(ctx) // max attempts 1: dead
+			default:
+				err = m.Ack(ctx)
+			}
+			must(err)
+			_, err = other.EnqueueAfter(ctx, id, nil, time.Hour)
+			must(err)
 		}
-		png, err := chromedp.Run(b.ctx, a)
+		if round == 4 {
+			// The overdue backlog: the consumers above take only their own.
+			for i, id := range append(overdueIDs, "late:4", "late:5", "late:6", "late:7") {
+				must(f.q.Enqueue(ctx, id, []byte(`{"late":true}`), time.Now().Add(-time.Duration(i+1)*time.Minute)))
+			}
+		}
+		if round == 5 {
+			break // the queue's page, shot first, is the last reading
+		}
+		b.open(f.base)
+		b.open(f.queueURL("orders"))
+		time.Sleep(10*time.Second - time.Since(start))
+	}
+	dir := filepath.Join("..", "..", "docs")
+	shot := func(name string, w, h int64, mobile bool, u string) {
+		t.Helper()
+		if mobile {
+			b.run(chromedp.EmulateViewport(w, h, chromedp.EmulateMobile))
+		} else {
+			b.run(chromedp.EmulateViewport(w, h))
+		}
+		if u != "" {
+			b.open(u)
+		}
+		png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 		must(err)
 		must(os.WriteFile(filepath.Join(dir, name), png, 0o644))
 		t.Logf("wrote %s (%d bytes)", name, len(png))
 	}
-	b.open(f.base)
-	b.run(chromedp.EmulateViewport(1280, 420))
-	shot("dqweb-overview.png", false)
-	b.run(chromedp.EmulateViewport(1280, 1500))
-	b.open(f.queueURL("orders"))
-	shot("dqweb-queue.png", false)
-	b.run(chromedp.EmulateViewport(390, 1400, chromedp.EmulateMobile))
-	b.open(f.queueURL("orders"))
-	shot("dqweb-queue-phone.png", false)
+	shot("dqweb-queue.png", 1280, 1900, false, f.queueURL("orders"))
+	shot("dqweb-overview.png", 1280, 420, false, f.base)
+	b.open(f.tabURL("orders", "dead"))
+	for _, sel := range []string{`article.deaditem:nth-of-type(2) input[type=checkbox]`, `article.deaditem:nth-of-type(3) input[type=checkbox]`} {
+		b.run(chromedp.Click(chromedp.CSS(sel)))
+	}
+	eval[bool](b, `(() => { window.scrollTo(0, 0); return true })()`)
+	shot("dqweb-queue-dead.png", 1280, 1000, false, "")
+	shot("dqweb-overview-phone.png", 390, 560, true, f.base)
+	shot("dqweb-queue-phone.png", 390, 1400, true, f.tabURL("orders", "scheduled"))
 }

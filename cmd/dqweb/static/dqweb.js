@@ -1,18 +1,69 @@
-// dqweb: auto-refresh and confirmation dialogs. Served as a file so that the
-// Content-Security-Policy can forbid inline scripts. Without it the pages
-// still work: actions then ask on a confirmation page.
+// dqweb: auto-refresh, confirmation dialogs and the selection of items.
+// Served as a file so that the Content-Security-Policy can forbid inline
+// scripts. Without it the pages still work: actions then ask on a
+// confirmation page, with the number of items selected.
 "use strict";
 (function () {
+  // The checkboxes of a selection form (they name it with form="sel").
+  var boxes = function (f) {
+    return Array.prototype.filter.call(f.elements, function (el) {
+      return el.name === "idx" && el.type === "checkbox";
+    });
+  };
+  var checked = function (f) {
+    return boxes(f).filter(function (el) { return el.checked; }).length;
+  };
+
   // Actions: ask, then post with confirmed=yes (the server asks otherwise).
   document.addEventListener("submit", function (e) {
     var f = e.target;
-    if (!f.matches || !f.matches("form.act")) return;
-    e.preventDefault();
-    if (window.confirm(f.getAttribute("data-confirm"))) {
-      f.elements.confirmed.value = "yes";
-      f.submit();
+    if (!f.matches) return;
+    if (f.matches("form.act")) {
+      e.preventDefault();
+      if (window.confirm(f.getAttribute("data-confirm"))) {
+        f.elements.confirmed.value = "yes";
+        f.submit();
+      }
+      return;
     }
+    if (!f.matches("form.sel")) return;
+    // A selection: the question says how many items, which action.
+    e.preventDefault();
+    var b = e.submitter;
+    var n = checked(f);
+    if (!b || !b.value || n === 0) return;
+    var q = n === 1 ? b.getAttribute("data-one") : b.getAttribute("data-many").replace("{n}", String(n));
+    if (!window.confirm(q)) return;
+    var op = document.createElement("input");
+    op.type = "hidden";
+    op.name = "op";
+    op.value = b.value;
+    f.appendChild(op);
+    f.elements.confirmed.value = "yes";
+    f.submit();
   });
+
+  // The selection's count, its buttons (off with nothing selected), and
+  // "all on this page".
+  var sel = document.getElementById("sel");
+  if (sel) {
+    var all = sel.querySelector("input.all");
+    var count = sel.querySelector(".selected");
+    var update = function () {
+      var n = checked(sel);
+      count.textContent = n === 0 ? "select items to act on them" : n + " selected";
+      Array.prototype.forEach.call(sel.querySelectorAll("button[data-op]"), function (b) { b.disabled = n === 0; });
+      if (all) all.checked = n > 0 && n === boxes(sel).length;
+    };
+    document.addEventListener("change", function (e) {
+      if (e.target === all) {
+        boxes(sel).forEach(function (el) { el.checked = all.checked; });
+      }
+      update();
+    });
+    if (all) all.parentNode.hidden = false;
+    update();
+  }
 
   // Auto-refresh: reload every data-refresh seconds while the tab is
   // visible, nothing is selected and the user has not paused it.
@@ -32,8 +83,9 @@
   });
   show();
   window.setInterval(function () {
-    var sel = window.getSelection && String(window.getSelection());
-    if (paused() || document.hidden || sel) return;
+    var text = window.getSelection && String(window.getSelection());
+    var typing = document.activeElement && document.activeElement.matches("input[type=search]") && document.activeElement.value;
+    if (paused() || document.hidden || text || typing) return;
     window.location.reload();
   }, secs * 1000);
 })();

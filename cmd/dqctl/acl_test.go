@@ -1,0 +1,392 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dq-go/delayqueue/redisq"
+	"github.com/redis/go-redis/v9"
+)
+
+// aclLines returns the ACL SETUSER lines of docs/operations.md by user,
+// as redis-server takes them, with the password "pw".
+func aclLines(t *testing.T) map[string][]interface{} {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string][]interface{}{}
+	for _, m := range regexp.MustCompile(`(?m)^ACL SETUSER (dq\w+) (.*)$`).FindAllStringSubmatch(string(doc), -1) {
+		args := []interface{}{"ACL", "SETUSER", m[1]}
+		for _, f := range strings.Fields(m[2]) {
+			if f == ">PASSWORD" {
+				f = ">pw"
+			}
+			args = append(args, f)
+		}
+		users[m[1]] = args
+	}
+	for _, u := range []string{"dqreader", "dqproducer", "dqconsumer", "dqoperator"} {
+		if users[u] == nil {
+			t.Fatalf("docs/operations.md has no ACL SETUSER line for %s", u)
+		}
+	}
+	return users
+}
+
+// httpGet GETs u and returns the status and body.
+func httpGet(t *testing.T, c *http.Client, u string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestACLRules runs the ACL users of docs/operations.md against a real
+// redis-server: the read-only dashboard, exporter and dqctl reads as
+// dqreader (whose writes are refused), producers as dqproducer (which
+// cannot take), consumers as dqconsumer, and every admin command and the
+// dashboard's actions as dqoperator.
+func TestACLRules(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	for _, args := range aclLines(t) {
+		if err := f.c.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	as := func(user string) []string { return []string{"-redis", f.addr, "-user", user, "-password", "pw"} }
+	client := func(user string) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: f.addr, Username: user, Password: "pw", MaxRetries: -1})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	stats := func() redisq.Stats {
+		t.Helper()
+		st, err := f.q.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	// What docs/operations.md says of +@read: not enough, with an error
+	// that names the script and the line of its TIME call, not TIME.
+	t.Run("read category", func(t *testing.T) {
+		if err := f.c.Do(ctx, "ACL", "SETUSER", "dqcategory", "on", ">pw", "~{dq:*}:*", "~{dq}:queues", "+@read", "-@write", "+evalsha", "+eval").Err(); err != nil {
+			t.Fatal(err)
+		}
+		q, err := redisq.New(ctx, client("dqcategory"), "orders", redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = q.Stats(ctx)
+		if err == nil || !regexp.MustCompile(`can't run this command or subcommand script: [0-9a-f]{40}, on @user_script:\d+\.`).MatchString(err.Error()) {
+			t.Errorf("Stats with +@read -@write: %v", err)
+		}
+	})
+
+	t.Run("reader", func(t *testing.T) {
+		a := as("dqreader")
+		dqctl(t, "", append(a, "queues")...).want(t, exitOK, "orders ")
+		dqctl(t, "", append(a, "queues", "-scan")...).want(t, exitOK, "orders ")
+		dqctl(t, "", append(a, "stats", "orders")...).want(t, exitOK, "dead 2")
+		for _, st := range []string{"scheduled", "inflight", "dead"} {
+			dqctl(t, "", append(a, "list", "orders", st)...).want(t, exitOK, "of ")
+		}
+		dqctl(t, "", append(a, "show", "orders", "d1")...).want(t, exitOK, "reason")
+		dqctl(t, "", append(a, "watch", "-n", "2", "-interval", "10ms", "orders")...).want(t, exitOK, "due in the next")
+
+		u, stop := serving(t, append(a, "serve", "-listen", "127.0.0.1:0", "-readonly")...)
+		hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		for p, want := range map[string]int{"": 200, "queue?q=orders": 200, "queue?q=orders&state=scheduled": 200,
+			"queue?q=orders&state=inflight": 200, "queue?q=orders&state=dead": 200, "item?q=orders&id=d1": 200,
+			"item?q=orders&id=s2": 200, "queue?q=orders&find=f1": http.StatusSeeOther, "queue?q=orders&find=zz": http.StatusNotFound} {
+			if code, body := httpGet(t, hc, u+p); code != want {
+				t.Errorf("dashboard %s as dqreader: %d, want %d\n%.1500s", p, code, want, body)
+			}
+		}
+		stop()
+		u, stop = serving(t, append(a, "serve-metrics", "-listen", "127.0.0.1:0")...)
+		code, body := httpGet(t, http.DefaultClient, u)
+		stop()
+		if code != 200 || !strings.Contains(body, `redisq_up{queue="orders"} 1`) || strings.Contains(body, "redisq_scrape_error") ||
+			strings.Contains(body, "redisq_discovery_error") || !strings.Contains(body, `redisq_items{queue="orders",state="dead"} 2`) {
+			t.Errorf("metrics as dqreader: %d\n%s", code, body)
+		}
+
+		// Its writes are refused, and change nothing.
+		before := stats()
+		for _, args := range [][]string{{"purge", "-yes", "orders", "dead"}, {"requeue", "orders", "d1"}, {"delete", "orders", "s1"},
+			{"pause", "orders"}, {"destroy", "-yes", "orders"}} {
+			r := dqctl(t, "", append(a, args...)...)
+			if r.code != exitError || !strings.Contains(r.stderr, "can't run this command") && !strings.Contains(r.stderr, "NOPERM") {
+				t.Errorf("%v as dqreader: exit %d\n%s", args, r.code, r.stderr)
+			}
+		}
+		if after := stats(); after.Dead != before.Dead || after.Scheduled != before.Scheduled || after.Paused {
+			t.Errorf("dqreader changed the queue: %+v", after)
+		}
+		if err := client("dqreader").Set(ctx, "{dq:orders}:x", 1, 0).Err(); err == nil {
+			t.Error("dqreader may SET")
+		}
+
+		// A queue of the format before the sequence hash (its seq a
+		// string) takes a writer to convert: the reader fails until a
+		// consumer has opened it.
+		if err := f.c.Set(ctx, "{dq:legacy}:seq", "3", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		dqctl(t, "", append(a, "stats", "legacy")...).want(t, exitError, "upgrading queue")
+		legacy, err := redisq.New(ctx, client("dqconsumer"), "legacy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = legacy.Close()
+		dqctl(t, "", append(a, "stats", "legacy")...).want(t, exitOK, `queue "legacy"`)
+	})
+
+	t.Run("producer", func(t *testing.T) {
+		c := client("dqproducer")
+		q, err := redisq.New(ctx, c, "jobs") // the eviction check is skipped: no CONFIG GET
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(q.Enqueue(ctx, "a", []byte("x"), time.Now().Add(time.Hour)))
+		_, err = q.EnqueueAfter(ctx, "b", []byte("x"), time.Hour)
+		must(err)
+		res, err := q.EnqueueMany(ctx, []redisq.EnqueueItem{{ID: "c", After: time.Hour}, {ID: "d"}, {ID: "a"}})
+		must(err)
+		if res[0].Err != nil || res[1].Err != nil || !errors.Is(res[2].Err, redisq.ErrDuplicate) {
+			t.Fatalf("EnqueueMany: %+v", res)
+		}
+		_, err = q.Schedule(ctx, "e", nil, time.Now().Add(time.Minute))
+		must(err)
+		_, err = q.ScheduleAfter(ctx, "e", []byte("y"), 2*time.Minute)
+		must(err)
+		_, err = q.Cancel(ctx, "a")
+		must(err)
+		must(q.Reschedule(ctx, "b", time.Now().Add(time.Minute)))
+		_, err = q.RescheduleAfter(ctx, "c", time.Second)
+		must(err)
+		if names, err := redisq.ListQueues(ctx, f.c); err != nil || !strings.Contains(fmt.Sprint(names), "jobs") {
+			t.Errorf("the producer's queue is not registered: %v %v", names, err)
+		}
+		// It cannot take.
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = q.Take(tctx)
+		cancel()
+		if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "can't run this command") {
+			t.Errorf("Take as dqproducer: %v", err)
+		}
+	})
+
+	t.Run("consumer", func(t *testing.T) {
+		admin, err := redisq.New(ctx, f.c, "work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close()
+		for i := range 8 {
+			if _, err := admin.EnqueueAfter(ctx, fmt.Sprint("w", i), nil, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q, err := redisq.New(ctx, client("dqconsumer"), "work", redisq.WithMaxAttempts(2), redisq.WithVisibilityTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := q.Take(ctx)
+		must(err)
+		must(m.Extend(ctx, time.Minute))
+		must(m.Ack(ctx))
+		ms, err := q.TakeBatch(ctx, 3)
+		must(err)
+		if len(ms) != 3 {
+			t.Fatalf("TakeBatch took %d", len(ms))
+		}
+		for _, err := range q.AckMany(ctx, ms[:1]) {
+			must(err)
+		}
+		must(ms[1].Nack(ctx))
+		_, err = ms[2].DeadLetter(ctx, "bad")
+		must(err)
+		m, err = q.AckTake(ctx, nil)
+		must(err)
+		m, err = q.AckTake(ctx, m)
+		must(err)
+		_, err = m.NackWith(ctx, redisq.NackReason("later"), redisq.NackDelay(time.Millisecond))
+		must(err)
+		_, err = q.Stats(ctx)
+		must(err)
+		// take takes until it gets id, acking the others (a nacked item
+		// comes back after its backoff, at any point).
+		take := func(id string) *redisq.Message {
+			t.Helper()
+			for {
+				tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				m, err := q.Take(tctx)
+				cancel()
+				must(err)
+				if m.ID == id {
+					return m
+				}
+				must(m.Ack(ctx))
+			}
+		}
+		// Wait for an item due in 300ms (the timer), and for one enqueued
+		// while waiting (the wake marker).
+		_, err = admin.EnqueueAfter(ctx, "timer", nil, 300*time.Millisecond)
+		must(err)
+		must(take("timer").Ack(ctx))
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			_, _ = admin.EnqueueAfter(ctx, "marker", nil, 0)
+		}()
+		must(take("marker").Ack(ctx))
+		// A lease that expires is reclaimed by a later claim.
+		_, err = admin.EnqueueAfter(ctx, "expire", nil, 0)
+		must(err)
+		take("expire")
+		time.Sleep(1100 * time.Millisecond)
+		m = take("expire")
+		if m.Attempts != 2 {
+			t.Errorf("redelivered at attempt %d", m.Attempts)
+		}
+		must(m.Ack(ctx))
+		// A Take blocked on an empty queue returns when its ctx ends.
+		tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		for {
+			m, err := q.Take(tctx)
+			if err != nil {
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatal(err)
+				}
+				break
+			}
+			must(m.Ack(ctx))
+		}
+		cancel()
+		must(q.Close())
+
+		// A Worker: its handlers' items are acked, and one still running
+		// when Shutdown's time runs out is handed back (Release).
+		for i := range 3 {
+			_, err := admin.EnqueueAfter(ctx, fmt.Sprint("wk", i), nil, 0)
+			must(err)
+		}
+		wq, err := redisq.New(ctx, client("dqconsumer"), "work")
+		must(err)
+		defer wq.Close()
+		var handled atomic.Int32
+		w := redisq.NewWorker(wq, func(hctx context.Context, m *redisq.Message) error {
+			if m.ID == "wk2" {
+				<-hctx.Done() // until Shutdown gives up on it
+				return hctx.Err()
+			}
+			handled.Add(1)
+			return nil
+		}, redisq.WorkerOptions{Concurrency: 3})
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(ctx) }()
+		for deadline := time.Now().Add(30 * time.Second); handled.Load() < 2; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the worker handled %d of 2 items", handled.Load())
+			}
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if it, err := admin.Get(ctx, "wk2"); err == nil && it.State == redisq.StateInFlight {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("wk2 is not in flight")
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_ = w.Shutdown(sctx)
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if it, err := admin.Get(ctx, "wk2"); err != nil || it.State != redisq.StateScheduled {
+			t.Errorf("wk2 after Shutdown: %v %v, want handed back (scheduled)", it.State, err)
+		}
+		r, err := admin.Audit(ctx)
+		if err != nil || !r.OK() {
+			t.Fatalf("audit: %v %v", err, r.Problems)
+		}
+	})
+
+	t.Run("operator", func(t *testing.T) {
+		f.neighbour(t)
+		a := as("dqoperator")
+		dqctl(t, "", append(a, "requeue", "orders", "d1")...).want(t, exitOK, `requeued "d1"`)
+		dqctl(t, "", append(a, "delete-dead", "-yes", "-all", "orders")...).want(t, exitOK, "deleted 1 dead item")
+		dqctl(t, "", append(a, "delete", "orders", "s1")...).want(t, exitOK, `deleted "s1"`)
+		dqctl(t, "", append(a, "pause", "orders")...).want(t, exitOK, "paused")
+		dqctl(t, "", append(a, "resume", "orders")...).want(t, exitOK, "resumed")
+		dqctl(t, "", append(a, "purge", "-yes", "orders", "inflight")...).want(t, exitOK, "marked 1 inflight item")
+		dqctl(t, "", append(a, "requeue", "-yes", "-all", "orders")...).want(t, exitOK)
+		dqctl(t, "", append(a, "destroy", "-yes", "orders:eu")...).want(t, exitOK, `destroyed queue "orders:eu"`)
+
+		// The dashboard's actions.
+		u, stop := serving(t, append(a, "serve", "-listen", "127.0.0.1:0")...)
+		defer stop()
+		_, page := httpGet(t, http.DefaultClient, u+"queue?q=orders")
+		tok := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+		if tok == nil {
+			t.Fatal("no CSRF token")
+		}
+		for _, form := range []url.Values{{"op": {"purge"}, "state": {"scheduled"}}, {"op": {"pause"}}, {"op": {"resume"}}} {
+			form.Set("q", "orders")
+			form.Set("csrf", tok[1])
+			form.Set("confirmed", "yes")
+			req, _ := http.NewRequest(http.MethodPost, u+"action", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			req.AddCookie(&http.Cookie{Name: "dqweb_csrf", Value: tok[1]})
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("dashboard %s as dqoperator: %d\n%s", form.Get("op"), resp.StatusCode, b)
+			}
+		}
+		if st := stats(); st.Scheduled != 0 || st.Paused {
+			t.Errorf("after purge and pause/resume: %+v", st)
+		}
+		f.audit(t)
+	})
+}

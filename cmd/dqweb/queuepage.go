@@ -1,0 +1,320 @@
+package dqweb
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/dq-go/delayqueue/redisq"
+)
+
+// The queue page is a summary (counts, rates, the history of the last
+// minutes, the due and lateness charts) and one tab per state, each a
+// link (queue?q=NAME&state=dead&offset=20): a list of one page with its
+// count, paging, a checkbox per item for the actions on a selection, and
+// the actions on the whole state. A search box finds an item by its exact
+// id in any state (queue?q=NAME&find=ID) and opens its page.
+//
+// Parameters: q, the queue (or qx, hex-encoded, as the page's own search
+// form sends it, so that any name survives); state, the tab (scheduled,
+// inflight or dead; none: the summary); offset, the list's; find, an id.
+
+// deadPageSize is smaller than PageSize: dead items show their payloads.
+const deadPageSize = 20
+
+// tabLink is one tab of the queue page.
+type tabLink struct {
+	Label, State, URL string
+	Count             int64
+	Current, Alert    bool
+}
+
+// counterRow is one counter of the summary: its total and rate.
+type counterRow struct {
+	Name, Title string
+	Total       int64
+	Rate        float64
+}
+
+// selectForm is the form of the actions on the items selected in a list:
+// the checkboxes of the rows belong to it (form="sel").
+type selectForm struct {
+	Prefix, CSRF, QueueX, State string
+	Buttons                     []selectButton
+	Max                         int
+}
+
+// selectButton is one action on a selection, with its question for one
+// item and for {n} items (the page's script counts them).
+type selectButton struct {
+	Op, Label, One, Many string
+	Danger               bool
+}
+
+// queueData is the queue page.
+type queueData struct {
+	layout
+	queueRow
+	QueueX string // the name hex-encoded, for forms
+	Now    time.Time
+	Tab    string // "", or the state shown
+	Tabs   []tabLink
+	Notice string     // a search that found nothing
+	Find   string     // the id searched for
+	Pause  actionForm // Pause or Resume; no Op in read-only mode
+
+	// The summary.
+	Counters        []counterRow
+	Due             chart
+	Later           int64
+	Lateness        chart
+	HistoryTitle    string
+	RatesChart      lineChart // the history of the rates
+	SizesChart      lineChart // the history of the sizes
+	HistoryReadings int
+
+	// A state's tab.
+	State     redisq.State
+	Items     []itemRow
+	Pager     pager
+	Select    selectForm
+	Selection bool // some rows can be selected
+	Whole     []actionForm
+}
+
+// queueName is the page's queue: qx (hex) when given, else q.
+func queueName(r *http.Request) (string, error) {
+	if x := r.URL.Query().Get("qx"); x != "" {
+		b, err := hex.DecodeString(x)
+		if err != nil {
+			return "", fmt.Errorf("bad parameter qx: %v", err)
+		}
+		return string(b), nil
+	}
+	return r.URL.Query().Get("q"), nil
+}
+
+func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	name, err := queueName(r)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, "%v", err)
+		return
+	}
+	var state redisq.State
+	if s := r.URL.Query().Get("state"); s != "" {
+		if state, err = redisq.ParseState(s); err != nil {
+			h.fail(w, r, http.StatusBadRequest, "unknown state %s: the tabs are scheduled, inflight and dead", quoted(s))
+			return
+		}
+	}
+	find := r.URL.Query().Get("find")
+	if find != "" {
+		if err := checkName("item id", find); err != nil {
+			h.fail(w, r, http.StatusBadRequest, "%v", err)
+			return
+		}
+	}
+	q := h.queue(ctx, w, r, name)
+	if q == nil {
+		return
+	}
+	what := "reading queue " + quoted(name)
+	status := http.StatusOK
+	d := queueData{layout: h.layout(w, r, shown(name), true), queueRow: h.row(ctx, name), QueueX: hex.EncodeToString([]byte(name)),
+		State: state, Find: find}
+	d.Crumbs = append(d.Crumbs, crumb{shown(name), ""})
+	if d.status != 0 {
+		h.failStatus(w, r, d.status, "%s: %s", what, d.Err)
+		return
+	}
+	if find != "" {
+		found, err := h.find(ctx, q, find)
+		switch {
+		case err != nil:
+			h.redisFail(w, r, err, fmt.Sprintf("finding item %s in queue %s", quoted(find), quoted(name)))
+			return
+		case found != "":
+			http.Redirect(w, r, h.itemURL(name, found), http.StatusSeeOther)
+			return
+		}
+		status = http.StatusNotFound
+		d.Notice = fmt.Sprintf("No item %s in queue %s, in any state (it may have been acked or deleted; ids are matched exactly).", quoted(find), quoted(name))
+		d.Refresh = 0 // keep the answer on the screen
+	}
+	d.Now = d.Stats.Now
+	if state != 0 {
+		d.Tab = state.String()
+		d.Refresh = 0 // a list is for reading and selecting: no reload under the user
+	}
+	st := d.Stats
+	d.Tabs = []tabLink{
+		{Label: "Summary", URL: h.tabURL(name, 0), Current: state == 0},
+		{Label: "Scheduled", State: "scheduled", URL: h.tabURL(name, redisq.StateScheduled), Count: st.Scheduled, Current: state == redisq.StateScheduled},
+		{Label: "In flight", State: "inflight", URL: h.tabURL(name, redisq.StateInFlight), Count: st.InFlight, Current: state == redisq.StateInFlight},
+		{Label: "Dead", State: "dead", URL: h.tabURL(name, redisq.StateDead), Count: st.Dead, Current: state == redisq.StateDead, Alert: st.Dead > 0},
+	}
+	if !h.opt.ReadOnly {
+		op := "pause"
+		if st.Paused {
+			op = "resume"
+		}
+		d.Pause = h.wholeForm(d.layout, op, name, 0, 0)
+	}
+	if state == 0 {
+		err = h.summary(ctx, q, &d)
+	} else {
+		err = h.list(ctx, r, q, &d)
+	}
+	if err != nil {
+		h.redisFail(w, r, err, what)
+		return
+	}
+	h.render(w, status, "queue", d)
+}
+
+// find looks id up in q, exactly, then without the spaces around it (a
+// pasted id often brings some); it returns the id found, or "".
+func (h *handler) find(ctx context.Context, q *redisq.Queue, id string) (string, error) {
+	for _, c := range []string{id, strings.TrimSpace(id)} {
+		if c == "" {
+			continue
+		}
+		_, err := q.GetPrefix(ctx, c, 0) // no payload read
+		switch {
+		case err == nil:
+			return c, nil
+		case !errors.Is(err, redisq.ErrNotFound):
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// summary fills in the summary tab: counters and rates, the history, the
+// due chart and the lateness chart.
+func (h *handler) summary(ctx context.Context, q *redisq.Queue, d *queueData) error {
+	hist, err := q.DueHistogram(ctx, time.Minute, 60)
+	if err != nil {
+		return err
+	}
+	d.Due, d.Later = dueChart(hist), hist.Later
+	rv := d.Rates
+	d.Lateness = latenessChart(rv.Lateness)
+	d.HistoryReadings = len(rv.History)
+	d.HistoryTitle = fmt.Sprintf("The last %d minutes", int(chartSpan(rv.History, d.Now)/time.Minute))
+	d.RatesChart, d.SizesChart = historyCharts(rv.History, d.Now)
+	c := d.Stats.StatsCounters
+	d.Counters = []counterRow{
+		{"enqueued", "new items", c.Enqueued, rv.Enqueued},
+		{"delivered", "leases granted (redeliveries included)", c.Delivered, rv.Delivered},
+		{"acked", "items acked", c.Acked, rv.Acked},
+		{"nacked", "leases given back by Nack", c.Nacked, rv.Nacked},
+		{"expired", "leases that timed out and were retried", c.Expired, rv.Expired},
+		{"dead-lettered", "items moved to the dead set", c.DeadLettered, rv.DeadLettered},
+		{"cancelled", "items cancelled", c.Cancelled, rv.Cancelled},
+		{"rescheduled", "items rescheduled, or replaced by Schedule", c.Rescheduled, rv.Rescheduled},
+		{"requeued", "dead items requeued", c.Requeued, rv.Requeued},
+		{"deleted", "items deleted by DeleteDead, DeleteAllDead or Purge", c.Deleted, rv.Deleted},
+	}
+	return nil
+}
+
+// list fills in a state's tab: one page of its items, the selection's
+// form and the actions on the whole state.
+func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d *queueData) error {
+	size := PageSize
+	if d.State == redisq.StateDead {
+		size = deadPageSize
+	}
+	total := map[redisq.State]int64{redisq.StateScheduled: d.Stats.Scheduled, redisq.StateInFlight: d.Stats.InFlight, redisq.StateDead: d.Stats.Dead}[d.State]
+	off := offset(r, "offset")
+	// An offset past the end (up to math.MaxInt64) reads the end, empty.
+	page, err := q.List(ctx, d.State, redisq.ListOptions{Offset: min(off, total), Limit: size})
+	if err == nil && d.State == redisq.StateDead {
+		err = h.withPayloads(ctx, q, &page)
+	}
+	if err != nil {
+		return err
+	}
+	if off > total {
+		page.Items = nil
+	}
+	for _, it := range page.Items {
+		row := h.itemRow(d.Name, it, page.Now, previewBytes)
+		d.Items = append(d.Items, row)
+		d.Selection = d.Selection || row.IDX != ""
+	}
+	d.Pager = h.pager(r, "offset", off, int64(len(d.Items)), page.Total, size)
+	if h.opt.ReadOnly {
+		return nil
+	}
+	d.Select = selectForm{Prefix: h.opt.Prefix, CSRF: d.CSRF, QueueX: d.QueueX, State: d.Tab, Max: MaxSelect}
+	var selOps, wholeOps []string
+	switch d.State {
+	case redisq.StateScheduled:
+		selOps, wholeOps = []string{"run-now", "delete"}, []string{"purge"}
+	case redisq.StateInFlight:
+		selOps, wholeOps = []string{"delete"}, []string{"purge"}
+	default:
+		selOps, wholeOps = []string{"requeue", "delete-dead"}, []string{"requeue-all", "delete-all-dead"}
+	}
+	for _, op := range selOps {
+		a := action{Op: op, Queue: d.Name, State: d.State}
+		d.Select.Buttons = append(d.Select.Buttons, selectButton{Op: op, Label: ops[op].label + " selected",
+			One: a.manyQuestion(1), Many: a.manyQuestionN("{n}"), Danger: ops[op].danger})
+	}
+	if page.Total > 0 {
+		for _, op := range wholeOps {
+			d.Whole = append(d.Whole, h.wholeForm(d.layout, op, d.Name, d.State, page.Total))
+		}
+	}
+	return nil
+}
+
+// wholeForm is the button of an action on a whole state (with its count
+// as last read) or on the queue.
+func (h *handler) wholeForm(l layout, op, queue string, state redisq.State, n int64) actionForm {
+	a := action{Op: op, Queue: queue, State: state, Count: n}
+	f := actionForm{Prefix: h.opt.Prefix, CSRF: l.CSRF, Op: op, QueueX: hex.EncodeToString([]byte(queue)),
+		Label: ops[op].label, Confirm: a.question(), Danger: ops[op].danger}
+	if op == "purge" {
+		f.State = state.String()
+		f.Label += " " + strings.ReplaceAll(stateNoun(state), " item", "")
+	}
+	return f
+}
+
+// A page of dead items shows the start of each payload up to previewScan
+// bytes: previewRead bytes of it are read, and larger payloads are not
+// read at all (their item page shows more).
+const (
+	previewScan = 64 << 10
+	previewRead = 1 << 10
+)
+
+// withPayloads fills in the start of the payloads of a page of dead items
+// read without them, holding one payload token for the page.
+func (h *handler) withPayloads(ctx context.Context, q *redisq.Queue, page *redisq.Page) error {
+	return h.readingPayloads(ctx, func() error {
+		for i, it := range page.Items {
+			if it.PayloadSize == 0 || it.PayloadSize > previewScan || len(it.ID) > MaxName {
+				continue
+			}
+			pre, err := q.GetPrefix(ctx, it.ID, previewRead)
+			if errors.Is(err, redisq.ErrNotFound) {
+				continue // gone meanwhile: shown without its payload
+			}
+			if err != nil {
+				return err
+			}
+			if pre.PayloadSize == it.PayloadSize {
+				page.Items[i].Payload = pre.Payload
+			}
+		}
+		return nil
+	})
+}
