@@ -9,21 +9,27 @@
 // follow the Prometheus conventions (counters end in _total, durations are
 // in seconds).
 //
-// In-process queues (namespace delayqueue):
+// In-process queues (namespace delayqueue), read from the queue's Stats at
+// every scrape:
 //
-//	delayqueue_items                  gauge    items queued now
-//	delayqueue_waiting_takers         gauge    goroutines blocked in Take/TakeBatch
-//	delayqueue_offered_total          counter  items accepted by Offer/OfferAfter/Put
-//	delayqueue_taken_total            counter  items handed out by Take/TakeBatch/Poll/DrainExpired
-//	delayqueue_removed_total          counter  items removed by Remove
-//	delayqueue_drained_total          counter  items returned by Drain
-//	delayqueue_wakeups_total          counter  resumptions of blocked takers
+//	delayqueue_items                  gauge      items queued now
+//	delayqueue_waiting_takers         gauge      goroutines blocked in Take/TakeBatch
+//	delayqueue_blocked_puts           gauge      goroutines blocked in Put, waiting for room in a bounded queue
+//	delayqueue_offered_total          counter    items accepted by Offer/OfferAfter/Put
+//	delayqueue_taken_total            counter    items handed out by Take/TakeBatch/Poll/DrainExpired
+//	delayqueue_removed_total          counter    items removed by Remove (Keyed: Cancel)
+//	delayqueue_drained_total          counter    items returned by Drain/DrainEntries/Shutdown
+//	delayqueue_rescheduled_total      counter    Reschedules, and Keyed replacements of a queued key
+//	delayqueue_wakeups_total          counter    resumptions of goroutines blocked in Take/TakeBatch
+//	delayqueue_lateness_seconds       histogram  how late items were handed out (Stats().Lateness; sum estimated from bucket midpoints)
 //
 // Redis-backed queues (namespace redisq), read with one Stats call (one
 // script, O(log n)) per queue at every scrape:
 //
 //	redisq_up                         gauge    1 if the queue's stats were read at this scrape
 //	redisq_scrape_error{error}        gauge    1 while the queue's stats cannot be read, and why
+//	redisq_discovery_error{error}     gauge    1 for each problem finding the queues that did not fail the scrape (no queue label)
+//	redisq_queue_paused               gauge    1 while the queue is paused (redisq Queue.Pause), else 0
 //	redisq_items{state}               gauge    items per state: scheduled, inflight, dead
 //	redisq_due_items                  gauge    scheduled items already due (the backlog)
 //	redisq_oldest_overdue_seconds     gauge    how long the earliest due item has waited
