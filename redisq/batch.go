@@ -201,6 +201,11 @@ func (q *Queue) runChunks(ctx context.Context, s *script, chunks []chunk) []*red
 		}
 		return nil
 	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			c.SetErr(q.permissionError(err))
+		}
+	}
 	if wait != nil {
 		var werr error
 		if got, err := wait.Result(); err != nil {

@@ -40,11 +40,17 @@ type script struct {
 	// acks: the script is an acknowledging write, which WithReplicaAcks
 	// confirms with WAIT before the call returns.
 	acks bool
+	src  string // the Lua source, to name the command of a refusal
 }
 
 func newScript(src string, keys ...int) *script {
-	return &script{Script: redis.NewScript(src), keys: keys}
+	s := &script{Script: redis.NewScript(src), keys: keys, src: src}
+	scriptsBySHA[s.Hash()] = s
+	return s
 }
+
+// scriptsBySHA finds a script by the SHA-1 Redis names it by in errors.
+var scriptsBySHA = map[string]*script{}
 
 // withRID marks s as declaring its request's reply key.
 func (s *script) withRID() *script { s.rid = true; return s }
@@ -92,7 +98,7 @@ func (q *Queue) run(ctx context.Context, s *script, extra []string, args ...inte
 		r, err = s.Run(ctx, q.client, keys, a...).Slice()
 		return err
 	})
-	return r, err
+	return r, q.permissionError(err)
 }
 
 // ErrNotReplicated is wrapped by the error of an acknowledging write that
