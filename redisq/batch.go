@@ -186,6 +186,11 @@ func (q *Queue) runChunks(ctx context.Context, s *script, chunks []chunk) []*red
 				break
 			}
 		}
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				c.SetErr(q.permissionError(err))
+			}
+		}
 		return cmds
 	}
 	var wait *redis.IntCmd
