@@ -92,7 +92,7 @@ func TestScrapeOneQueueRefused(t *testing.T) {
 			t.Fatalf("scrape: %d\n%s", code, body)
 		}
 		wantLines(t, body, `redisq_up{queue="good"} 1`, `redisq_items{queue="good",state="scheduled"} 1`,
-			`redisq_up{queue="secret"} 0`, `redisq_scrape_error{error="opening the queue: NOPERM`)
+			`redisq_up{queue="secret"} 0`, `redisq_scrape_error{error="opening the queue: redisq: the Redis user may not use the keys of queue \"secret\"`)
 	}
 }
 
