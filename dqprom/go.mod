@@ -8,6 +8,8 @@ require (
 	github.com/redis/go-redis/v9 v9.22.0
 )
 
+require github.com/robfig/cron/v3 v3.0.1 // indirect
+
 require (
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	go.uber.org/goleak v1.3.0

@@ -1,0 +1,110 @@
+package dqprom_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dq-go/delayqueue/dqprom"
+	"github.com/dq-go/delayqueue/redisq"
+	"github.com/dq-go/delayqueue/redisq/redistest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+)
+
+func secs(t time.Time) string { return fmt.Sprint(float64(t.UnixMilli()) / 1e3) }
+
+func TestRecurringCollector(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "mail")
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := redisq.Every(time.Hour)
+	past := now.Truncate(time.Hour).Add(-3 * time.Hour)
+	// No process keeps these: "hourly" is behind (its next occurrence is
+	// in the past), "daily" has not come yet.
+	for _, r := range []struct {
+		name string
+		s    redisq.Schedule
+		opts []redisq.RegisterOption
+	}{
+		{"hourly", hour, []redisq.RegisterOption{redisq.FirstAt(past)}},
+		{"daily", redisq.EveryPhase(24*time.Hour, 9*time.Hour), nil},
+		{"bad\xffname\n", hour, nil},
+	} {
+		if _, err := q.Register(ctx, r.name, r.s, nil, r.opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := fmt.Sprintf(`
+# HELP redisq_recurring_last_occurrence_timestamp_seconds When the latest occurrence of the registration that has come was due (Unix time by the Redis clock); absent before the first.
+# TYPE redisq_recurring_last_occurrence_timestamp_seconds gauge
+redisq_recurring_last_occurrence_timestamp_seconds{name="hourly",queue="mail"} %s
+# HELP redisq_recurring_next_occurrence_timestamp_seconds When the next occurrence of the registration is due (Unix time by the Redis clock); in the past when no process keeps it (KeepRecurring), absent when its series ended.
+# TYPE redisq_recurring_next_occurrence_timestamp_seconds gauge
+redisq_recurring_next_occurrence_timestamp_seconds{name="bad\\xffname\\x0a",queue="mail"} %s
+redisq_recurring_next_occurrence_timestamp_seconds{name="daily",queue="mail"} %s
+redisq_recurring_next_occurrence_timestamp_seconds{name="hourly",queue="mail"} %s
+# HELP redisq_recurring_registrations Recurring registrations of the queue (redisq Queue.Register).
+# TYPE redisq_recurring_registrations gauge
+redisq_recurring_registrations{queue="mail"} 3
+`, secs(past), secs(hour.Next(now)), secs(redisq.EveryPhase(24*time.Hour, 9*time.Hour).Next(now)), secs(past.Add(time.Hour)))
+	for _, col := range []prometheus.Collector{dqprom.NewRecurringCollector(q), dqprom.NewRecurringServerCollector(c)} {
+		if err := testutil.CollectAndCompare(col, strings.NewReader(want)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// A queue without registrations, found on the server.
+	if _, err := newQueue(t, c, "other").EnqueueAfter(ctx, "x", nil, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.CollectAndCompare(dqprom.NewRecurringServerCollector(c), strings.NewReader(`
+# HELP redisq_recurring_registrations Recurring registrations of the queue (redisq Queue.Register).
+# TYPE redisq_recurring_registrations gauge
+redisq_recurring_registrations{queue="mail"} 3
+redisq_recurring_registrations{queue="other"} 0
+`), "redisq_recurring_registrations"); err != nil {
+		t.Error(err)
+	}
+
+	// Beside the queue collector, in one registry: no metric of both.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(dqprom.NewRedisCollector(q), dqprom.NewRecurringCollector(q))
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A queue whose registrations cannot be read reports why; a closed one
+// reports nothing.
+func TestRecurringCollectorFailures(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "mail")
+	if _, err := q.Register(ctx, "hourly", redisq.Every(time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	closed := newQueue(t, c, "closed")
+	_ = closed.Close()
+	col := dqprom.NewRecurringCollectorWithOptions([]*redisq.Queue{q, closed}, dqprom.WithTimeout(2*time.Second))
+	if n := testutil.CollectAndCount(col, "redisq_recurring_next_occurrence_timestamp_seconds"); n != 1 {
+		t.Fatalf("%d next occurrences, want 1 (none for the closed queue)", n)
+	}
+	s.Close()
+	_, body := served(t, col)
+	wantLines(t, body, `redisq_recurring_scrape_error{error="dial tcp `, `queue="mail"} 1`)
+	if strings.Contains(body, "redisq_recurring_registrations") {
+		t.Errorf("registrations reported from a stopped server:\n%s", body)
+	}
+}

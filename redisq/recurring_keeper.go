@@ -1,0 +1,443 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// keeperRefresh bounds how long a keeper goes without reading every
+// registration again (one list script per 100 registrations), besides the
+// reads the change feed triggers.
+const keeperRefresh = time.Minute
+
+// keeperFeedWait is how long one XREAD of the change feed blocks.
+const keeperFeedWait = 30 * time.Second
+
+// keeperHook, when set (by the tests' helper processes only), is called
+// after each pass of a keeper over the due registrations.
+var keeperHook func(q *Queue)
+
+// KeepRecurring keeps the queue's recurring registrations (see Register)
+// going until ctx ends (it returns nil) or the Queue is closed (ErrClosed;
+// Close waits for it to return): when a registration's last occurrence
+// enqueued falls due, it enqueues the next one, due at its time, so that
+// the queue delivers it on time. Any number of processes may run it, at
+// once or in turns, with no leader: each occurrence is enqueued exactly
+// once, and none is missed while one of them runs. Every Worker runs it;
+// call it yourself (in a goroutine) in a process that consumes otherwise.
+// One per Queue value is enough; more are harmless.
+//
+// It wakes when the last occurrence enqueued of some registration falls
+// due (by a local timer: a registration's next occurrence is enqueued a
+// period ahead, so the timer's lateness does not delay deliveries), runs
+// one script per registration then, and no other command on the way but
+// an XREAD of the change feed {dq:NAME}:recx, blocked for up to 30 s (one
+// connection of the wait client, see WithWaitClient), which wakes it when
+// a registration is created, changed or removed; it also reads every
+// registration again once a minute. So n processes cost n scripts per
+// occurrence, n-1 of which find it done and write nothing.
+//
+// Occurrences that come while no keeper runs are missed: the first keeper
+// back applies the registration's catch-up policy (CatchUp) from the last
+// occurrence enqueued. A registration whose schedule this process cannot
+// compute (written by a later version, or a zone missing here) is logged
+// once and left to the others. Redis errors are logged, and retried after
+// a pause (10ms, doubling up to 1s).
+func (q *Queue) KeepRecurring(ctx context.Context) error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	q.active.Add(1)
+	q.mu.Unlock()
+	defer q.active.Done()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(q.closeCtx, func() { cancel(ErrClosed) })
+	defer stop()
+
+	k := &keeper{
+		q:      q,
+		regs:   map[string]*keptReg{},
+		specs:  map[string]specParse{},
+		warned: map[string]int64{},
+		feed:   q.recxKey(),
+		priv:   q.wpref + "k" + strconv.FormatUint(q.waitSeq.Add(1), 10),
+	}
+	k.run(ctx)
+	if errors.Is(context.Cause(ctx), ErrClosed) {
+		return ErrClosed
+	}
+	return nil
+}
+
+// keeper is one KeepRecurring call.
+type keeper struct {
+	q      *Queue
+	regs   map[string]*keptReg
+	specs  map[string]specParse // ParseSchedule by text, for every registration read
+	warned map[string]int64     // registration -> generation whose spec error was logged
+	feed   string               // the change feed's key
+	priv   string               // this keeper's private stream, which ends its XREAD
+	// The Redis clock: base ms read at local baseAt.
+	base   int64
+	baseAt time.Time
+	pause  time.Duration // after a failure: the next pause
+}
+
+// keptReg is what a keeper knows of a registration.
+type keptReg struct {
+	name    string
+	sched   Schedule // nil: not computable here
+	catchUp int
+	gen, at int64
+	ended   bool
+}
+
+type specParse struct {
+	s   Schedule
+	err error
+}
+
+// setNow records Redis TIME ms, as a script returned it.
+func (k *keeper) setNow(ms int64) { k.base, k.baseAt = ms, time.Now() }
+
+// now is Redis TIME as last read plus the local time since, rounded down:
+// at most the Redis clock, give or take the drift between the two clocks
+// since the last script (the scripts check what matters by TIME).
+func (k *keeper) now() int64 { return k.base + time.Since(k.baseAt).Milliseconds() }
+
+// stopFeed: KEYS a keeper's private stream. Ends that keeper's blocked
+// XREAD (the key expires within a minute).
+var scriptStopFeed = redis.NewScript(`
+redis.call('XADD', KEYS[1], '*', 'x', '1')
+redis.call('PEXPIRE', KEYS[1], 60000)
+return 1
+`)
+
+func (k *keeper) run(ctx context.Context) {
+	changes := make(chan struct{}, 1)
+	var watcher sync.WaitGroup
+	started := false
+	defer func() {
+		if started {
+			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = scriptStopFeed.Run(c, k.q.client, []string{k.priv}).Err()
+			cancel()
+			watcher.Wait()
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	reread := true
+	var lastRead time.Time
+	for ctx.Err() == nil {
+		if reread {
+			feedID, err := k.readAll(ctx)
+			if err != nil {
+				k.fail(ctx, "reading the registrations", err)
+				continue
+			}
+			reread, lastRead = false, time.Now()
+			if !started {
+				started = true
+				watcher.Add(1)
+				go func() {
+					defer watcher.Done()
+					k.watch(ctx, feedID, changes)
+				}()
+			}
+		}
+		again, err := k.advanceDue(ctx)
+		if keeperHook != nil {
+			keeperHook(k.q)
+		}
+		if err != nil {
+			k.fail(ctx, "enqueuing occurrences", err)
+			reread = true
+			continue
+		}
+		k.pause = 0
+		if again {
+			reread = true
+			continue
+		}
+		wait := max(keeperRefresh-time.Since(lastRead), 0)
+		if at, ok := k.nextDue(); ok {
+			wait = min(wait, time.Duration(max(at-k.now(), 0))*time.Millisecond)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+		case <-changes:
+			reread = true
+		case <-timer.C:
+			if time.Since(lastRead) >= keeperRefresh {
+				reread = true
+			}
+		}
+		timer.Stop()
+	}
+}
+
+// fail logs err and pauses (10ms, doubling up to 1s) unless ctx ends.
+func (k *keeper) fail(ctx context.Context, what string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	k.pause = min(max(2*k.pause, 10*time.Millisecond), time.Second)
+	k.q.opt.logger.Warn("redisq: keeping recurring registrations: "+what, "queue", k.q.name, "err", err, "retry_in", k.pause)
+	t := time.NewTimer(k.pause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// watch blocks on the change feed (from entry id after) and this keeper's
+// private stream, and signals changes for every new entry of the feed,
+// until the private stream gets one (or ctx ends and a read fails).
+func (k *keeper) watch(ctx context.Context, after string, changes chan<- struct{}) {
+	var pause time.Duration
+	for {
+		res, err := k.q.wait.XRead(ctx, &redis.XReadArgs{
+			Streams: []string{k.feed, k.priv, after, "0"},
+			Count:   100,
+			Block:   keeperFeedWait,
+		}).Result()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, redis.Nil) {
+			pause = min(max(2*pause, 10*time.Millisecond), time.Second)
+			k.q.opt.logger.Debug("redisq: keeping recurring registrations: reading the change feed", "queue", k.q.name, "err", err)
+			t := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		pause = 0
+		for _, s := range res {
+			if s.Stream == k.priv && len(s.Messages) > 0 {
+				return
+			}
+			if s.Stream == k.feed && len(s.Messages) > 0 {
+				after = s.Messages[len(s.Messages)-1].ID
+				select {
+				case changes <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// readAll reads every registration into k.regs and returns the change
+// feed's last entry id at the start.
+func (k *keeper) readAll(ctx context.Context) (string, error) {
+	rows, now, feedID, err := k.q.listRegs(ctx)
+	if err != nil {
+		return "", err
+	}
+	k.setNow(now)
+	regs := make(map[string]*keptReg, len(rows))
+	specs := make(map[string]specParse, len(k.specs))
+	for _, row := range rows {
+		sp, ok := specs[row.spec]
+		if !ok {
+			if sp, ok = k.specs[row.spec]; !ok {
+				s, err := ParseSchedule(row.spec)
+				sp = specParse{s, err}
+			}
+			specs[row.spec] = sp
+		}
+		if sp.err != nil && k.warned[row.name] != row.gen {
+			k.warned[row.name] = row.gen
+			k.q.opt.logger.Warn("redisq: recurring registration not kept by this process: its schedule cannot be computed here",
+				"queue", k.q.name, "registration", row.name, "spec", row.spec, "err", sp.err)
+		}
+		regs[row.name] = &keptReg{name: row.name, sched: sp.s, catchUp: row.catchUp, gen: row.gen, at: row.at, ended: row.ended}
+	}
+	k.regs, k.specs = regs, specs
+	return feedID, nil
+}
+
+// nextDue returns the earliest watermark among the registrations this
+// keeper keeps.
+func (k *keeper) nextDue() (int64, bool) {
+	var at int64
+	found := false
+	for _, r := range k.regs {
+		if r.sched != nil && !r.ended && (!found || r.at < at) {
+			at, found = r.at, true
+		}
+	}
+	return at, found
+}
+
+// advanceDue runs the advance script for every registration whose
+// watermark has come. again is set when a registration changed under it
+// (read them all again).
+func (k *keeper) advanceDue(ctx context.Context) (again bool, err error) {
+	for _, r := range k.regs {
+		if r.sched == nil || r.ended || r.at > k.now() {
+			continue
+		}
+		// A few rounds: a plan computed from a clock behind Redis's is
+		// refused (code 3), and another keeper may move the watermark.
+		for range 3 {
+			done, changed, err := k.advance(ctx, r)
+			if err != nil {
+				return false, err
+			}
+			if changed {
+				again = true
+			}
+			if done || changed {
+				break
+			}
+		}
+	}
+	return again, nil
+}
+
+// advance: KEYS sched, seq, wake, the registration's hash, and the item
+// of each occurrence of the plan. ARGV[2] name, ARGV[3] generation and
+// ARGV[4] watermark (ms) the plan was computed from, ARGV[5] the first
+// occurrence the plan skips ("" if none), ARGV[6] "1" when the series ends
+// after the plan, then pairs: an occurrence (ms) and its item id,
+// increasing, each after the watermark. Returns {1, now} when done (the
+// occurrences whose item exists are not enqueued again); {0, now, g, at,
+// end} when the registration is not at that generation and watermark, or
+// has ended (g 0: it is gone), and nothing is done; {2, now} when the
+// watermark has not come yet; {3, now} when the occurrence the plan skips
+// has not come yet by the Redis clock (compute the plan again).
+//
+// The compare-and-set on the watermark is what makes the keepers' racing
+// calls enqueue each occurrence once: the first sets the watermark to the
+// last occurrence it enqueued, and the others find it moved.
+var scriptAdvance = newScript(luaRec+`
+local R = rec_key(ARGV[2])
+local f = redis.call('HMGET', R, 'g', 'at', 'end')
+local now = now_ms()
+if not f[1] then return {0, now, 0, 0, 0} end
+if tonumber(f[1]) ~= tonumber(ARGV[3]) or tonumber(f[2]) ~= tonumber(ARGV[4]) or f[3] then
+  local e = 0
+  if f[3] then e = 1 end
+  return {0, now, tonumber(f[1]), tonumber(f[2]), e}
+end
+if tonumber(f[2]) > now then return {2, now} end
+if ARGV[5] ~= '' and tonumber(ARGV[5]) > now then return {3, now} end
+local k = (#ARGV - 6) / 2
+local ex = {}
+for i = 1, k do ex[i] = redis.call('EXISTS', ARGV[1] .. ARGV[6 + 2 * i]) end
+local p = nil
+local mems, pv, last, lastid = {}, tonumber(f[2]), nil, nil
+for i = 1, k do
+  local due, id = tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
+  if ex[i] == 0 then
+    if not p then p = redis.call('HGET', R, 'p') or '' end
+    mems[occ_add(id, due, p, now)] = true
+  end
+  if last then pv = last end
+  last, lastid = due, id
+end
+if last then
+  redis.call('HSET', R, 'at', fmt(last), 'id', lastid, 'pv', fmt(pv))
+  arm(mems)
+end
+if ARGV[6] == '1' then redis.call('HSET', R, 'end', '1') end
+return {1, now}
+`, kSched, kSeq, kWake).acked()
+
+// advance runs the advance script once for r. done: r is up to date (its
+// watermark is its next occurrence, not yet due, or it ended); changed:
+// its definition changed or it is gone (read the registrations again).
+func (k *keeper) advance(ctx context.Context, r *keptReg) (done, changed bool, err error) {
+	occ, skip, hasSkip, end, err := k.plan(r, k.now())
+	if err != nil {
+		// A Schedule that misbehaves: leave the registration to others.
+		k.q.opt.logger.Error("redisq: recurring registration not kept by this process", "queue", k.q.name,
+			"registration", r.name, "err", err)
+		r.sched = nil
+		return true, false, nil
+	}
+	keys := make([]string, 0, 1+len(occ))
+	keys = append(keys, k.q.recKey(r.name))
+	args := make([]interface{}, 0, 5+2*len(occ))
+	skipArg, endArg := "", "0"
+	if hasSkip {
+		skipArg = strconv.FormatInt(skip, 10)
+	}
+	if end {
+		endArg = "1"
+	}
+	args = append(args, r.name, r.gen, r.at, skipArg, endArg)
+	for _, o := range occ {
+		id := occurrenceID(r.name, o)
+		keys = append(keys, k.q.itemKey(id))
+		args = append(args, o, id)
+	}
+	res, err := k.q.run(ctx, scriptAdvance, keys, args...)
+	if err != nil {
+		return false, false, err
+	}
+	k.setNow(toInt(res[1]))
+	switch toInt(res[0]) {
+	case 1:
+		if len(occ) > 0 {
+			r.at = occ[len(occ)-1]
+		}
+		r.ended = end
+		return r.ended || r.at > k.now(), false, nil
+	case 0:
+		if g := toInt(res[2]); g != r.gen {
+			return false, true, nil
+		}
+		r.at, r.ended = toInt(res[3]), toInt(res[4]) == 1
+		return r.ended || r.at > k.now(), false, nil
+	case 2:
+		return true, false, nil // not due yet by Redis: wait for it
+	case 3:
+		return false, false, nil // compute again from the clock just read
+	}
+	return false, false, fmt.Errorf("redisq: advance: unexpected reply %v", res)
+}
+
+// plan returns the occurrences to enqueue after r's watermark, which has
+// come, at Redis time now: the next one if it has not come yet; else up to
+// r.catchUp missed ones, oldest first, then the first after now, skipping
+// the rest (skip is the first of them, which the script checks has come).
+// end: the schedule has no occurrence after the last one planned.
+func (k *keeper) plan(r *keptReg, now int64) (occ []int64, skip int64, hasSkip, end bool, err error) {
+	c, ok, err := nextOccurrence(r.sched, r.at)
+	if err != nil || !ok {
+		return nil, 0, false, !ok, err
+	}
+	for c <= now && len(occ) < r.catchUp {
+		occ = append(occ, c)
+		if c, ok, err = nextOccurrence(r.sched, c); err != nil || !ok {
+			return occ, 0, false, !ok, err
+		}
+	}
+	if c > now {
+		return append(occ, c), 0, false, false, nil
+	}
+	n, ok, err := nextOccurrence(r.sched, now)
+	if err != nil || !ok {
+		return occ, c, true, !ok, err
+	}
+	return append(occ, n), c, true, false, nil
+}
