@@ -40,6 +40,12 @@ import (
 // master then runs exactly one of them). The test fails when the
 // 3-partition ceiling is under 2.5 times the 1-partition one measured
 // under equal load.
+//
+// dqbench makes the same Cluster measurement on any cluster and prints it
+// as tables (its own copy of this code: a command cannot import a test
+// file), without the one-server part:
+//
+//	go run ./cmd/dqbench -impl partitioned -local-cluster 3 -rounds 5
 func TestPartitionedCapacity(t *testing.T) {
 	if os.Getenv("REDISQ_CAPACITY") == "" {
 		t.Skip("a measurement: set REDISQ_CAPACITY=1 to run it")
@@ -188,16 +194,6 @@ func slotMasters(ctx context.Context, cc *redis.ClusterClient) (func(int) string
 		}
 		return ""
 	}, nil
-}
-
-func partsLabel(parts int) string {
-	switch parts {
-	case 0:
-		return "ordinary queue"
-	case 1:
-		return "1 partition"
-	}
-	return strconv.Itoa(parts) + " partitions"
 }
 
 // CapacityQueue is what MeasureCapacity drives: a *Queue or a

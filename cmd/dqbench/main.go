@@ -71,6 +71,25 @@
 // -consumers to 4 and -batch to 1 (plain Take+Ack) unless given. -redis-items 0 or -idle 0 skip
 // those phases.
 //
+// -impl partitioned measures the capacity of a redisq.Partitioned queue
+// on a Redis Cluster of M masters: the server main-thread CPU per item of
+// the busiest master (INFO cpu used_cpu_sys_main_thread +
+// used_cpu_user_main_thread; its capacity ceiling is one second divided by
+// that) and every master's commands per item (INFO commandstats), for an
+// ordinary Queue, a 1-partition and an M-partition queue, and M 1-partition
+// queues, one on each master, delivered at the same time (1 partition with
+// the masters equally loaded); each with AckTake loops (32 consumers) and
+// TakeBatch(-redis-batch)+AckMany loops (8 consumers), -redis-items items
+// per queue (30,000 unless given), median of -rounds rounds. It prints a
+// table per loop and the ratios of the M-partition ceiling to the others
+// (target with 3 masters, issue 19: >= 2.5x that of 1 partition under equal
+// load). -local-cluster N starts a cluster of N masters (redis-server and
+// redis-cli on PATH) and closes it at the end; -cluster host:port,... uses a
+// given one, whose masters must serve nothing else meanwhile (queues named
+// dqbench-RUN-cap*, destroyed after each run):
+//
+//	go run ./cmd/dqbench -impl partitioned -local-cluster 3 -rounds 5
+//
 // -md prints markdown tables for a README; -json FILE writes the results for
 // scripts/perfchart, which renders docs/perf.svg:
 //
@@ -113,11 +132,16 @@ type options struct {
 	asynqCheck time.Duration
 	wakeCap    time.Duration
 	set        map[string]bool // flags given on the command line
+
+	// -impl partitioned
+	localCluster int
+	clusterAddrs string
+	rounds       int
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.impl, "impl", "delayqueue", "implementation: delayqueue, afterfunc, heapcond, floor, all (comma-separated list allowed); or any of redis (redisq's Take loops), worker (redisq.Worker) and asynq at -redis")
+	flag.StringVar(&o.impl, "impl", "delayqueue", "implementation: delayqueue, afterfunc, heapcond, floor, all (comma-separated list allowed); or any of redis (redisq's Take loops), worker (redisq.Worker) and asynq at -redis; or partitioned (redisq.Partitioned's capacity on a Redis Cluster: -local-cluster or -cluster)")
 	flag.StringVar(&o.mode, "mode", "burst", "burst: offer all, then due over -window; steady: offer at -rate with -delay; idle: blocked takers, CPU over -idle (-impl redis: steady unless given, burst refused)")
 	flag.StringVar(&o.timer, "timer", "runtime", "delayqueue leader timer: runtime, precise (WithPreciseTimer) or both (idle mode: both unless set)")
 	flag.IntVar(&o.items, "items", 1_000_000, "burst: number of items")
@@ -135,11 +159,14 @@ func main() {
 	flag.IntVar(&o.idleTakers, "takers", 1000, "idle: blocked takers")
 	flag.DurationVar(&o.idleFor, "idle", time.Second, "idle: real time over which CPU use is measured (-impl redis: length of the idle phase, 5s unless given; 0 skips it)")
 	flag.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "-impl redis: Redis address (a scratch server: keys dqbench-* are created and deleted)")
-	flag.IntVar(&o.redisItems, "redis-items", 20_000, "-impl redis: items in the backlog phase (enqueue/s, then delivered+acked/s; 0 skips it)")
-	flag.IntVar(&o.redisBatch, "redis-batch", 100, "-impl redis: the backlog phase also runs EnqueueMany(this many) by the producers and TakeBatch(this many)+AckMany by the consumers (0 skips)")
+	flag.IntVar(&o.redisItems, "redis-items", 20_000, "-impl redis: items in the backlog phase (enqueue/s, then delivered+acked/s; 0 skips it); -impl partitioned: items per queue and run (30,000 unless given)")
+	flag.IntVar(&o.redisBatch, "redis-batch", 100, "-impl redis: the backlog phase also runs EnqueueMany(this many) by the producers and TakeBatch(this many)+AckMany by the consumers (0 skips); -impl partitioned: the TakeBatch(this many)+AckMany loop (0 skips)")
 	flag.DurationVar(&o.delayMax, "delay-max", 0, "steady: when > -delay, each item's delay is uniform in [-delay, -delay-max]")
 	flag.DurationVar(&o.asynqCheck, "asynq-check", 0, "-impl asynq: asynq.Config.DelayedTaskCheckInterval (0: asynq's default, 5s)")
 	flag.DurationVar(&o.wakeCap, "wake-cap", time.Second, "-impl redis: redisq.WithWakeCap in the idle phase (the other phases use redisq's default)")
+	flag.IntVar(&o.localCluster, "local-cluster", 0, "-impl partitioned: start a local Redis Cluster of this many masters (>= 3; redis-server and redis-cli on PATH) and close it at the end")
+	flag.StringVar(&o.clusterAddrs, "cluster", "", "-impl partitioned: measure on this Redis Cluster (comma-separated host:port of its nodes; its masters must serve nothing else meanwhile)")
+	flag.IntVar(&o.rounds, "rounds", 3, "-impl partitioned: rounds; each configuration is reported by its median round")
 	flag.BoolVar(&o.md, "md", false, "print markdown tables")
 	flag.BoolVar(&o.hist, "hist", true, "print a lateness histogram per implementation")
 	flag.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr")
@@ -176,7 +203,16 @@ func main() {
 	}
 
 	rep := Report{Meta: o.meta()}
-	if o.isRedis() {
+	if o.isPartitioned() {
+		cr, err := runPartitioned(&o, &rep.Meta)
+		rep.Capacity = cr
+		if err != nil {
+			if cr == nil || len(cr.Loops) == 0 {
+				fatal(err)
+			}
+			fmt.Fprintln(os.Stderr, "dqbench:", err)
+		}
+	} else if o.isRedis() {
 		rs, err := runRedis(&o, &rep.Meta)
 		rep.Results = rs
 		if err != nil {
@@ -235,6 +271,9 @@ func fatal(err error) {
 }
 
 func (o *options) check() error {
+	if o.isPartitioned() {
+		return o.checkPartitioned()
+	}
 	if err := o.checkRedis(); err != nil {
 		return err
 	}
@@ -250,7 +289,7 @@ func (o *options) check() error {
 	}
 	for _, s := range strings.Split(o.impl, ",") {
 		switch s {
-		case "delayqueue", "afterfunc", "heapcond", "floor", "all", "redis", "worker", "asynq":
+		case "delayqueue", "afterfunc", "heapcond", "floor", "all", "redis", "worker", "asynq", "partitioned":
 		default:
 			return fmt.Errorf("unknown -impl %q", s)
 		}
@@ -387,6 +426,9 @@ func (o *options) title() string {
 	pay := ""
 	if o.payload > 0 {
 		pay = fmt.Sprintf(", %d B payload", max(8, o.payload))
+	}
+	if o.isPartitioned() {
+		return o.partitionedTitle()
 	}
 	if o.isRedis() {
 		return o.redisTitle(take, pay)

@@ -12,6 +12,8 @@ import (
 type Report struct {
 	Meta    Meta     `json:"meta"`
 	Results []Result `json:"results"`
+	// Capacity is -impl partitioned's measurement.
+	Capacity *CapacityReport `json:"capacity,omitempty"`
 }
 
 // Meta describes the machine and the workload.
@@ -104,6 +106,9 @@ func (rep *Report) print(w io.Writer, o *options) {
 		fmt.Fprintf(w, "%s\n", m.Redis)
 	}
 	fmt.Fprintln(w)
+	if rep.Capacity != nil {
+		writeCapacity(w, o, rep.Capacity)
+	}
 
 	var idle, rows, redisIdle []Result
 	for _, r := range rep.Results {
