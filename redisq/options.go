@@ -186,8 +186,9 @@ func WithMigrationWait(d time.Duration) Option {
 
 // WithReplicaAcks makes every acknowledging write (Enqueue and the other
 // enqueues, Schedule, Ack, AckTake's ack, AckMany, Nack, DeadLetter,
-// Extend, Cancel, Reschedule, Pause, Resume and the admin calls, batches
-// included) return only once n replicas of the master holding the queue
+// Release, Extend, Cancel, Reschedule, Pause, Resume, Register,
+// Unregister, the keepers' enqueues of occurrences and the admin calls,
+// batches included) return only once n replicas of the master holding the queue
 // confirm it: the script is followed by WAIT n timeout on the same
 // connection, in the same round trip. When fewer confirm within timeout the
 // call returns an error wrapping ErrNotReplicated: the write was applied on

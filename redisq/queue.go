@@ -790,8 +790,8 @@ func memberID(m string) string {
 }
 
 // Close stops the queue: Take calls in progress return ErrClosed (a blocked
-// wait is interrupted through its private wake key) and Close blocks until
-// they have returned. Later Enqueue, Take, Cancel, Reschedule, Stats and
+// wait is interrupted through its private wake key), as KeepRecurring does,
+// and Close blocks until they have returned. Later Enqueue, Take, Cancel, Reschedule, Stats and
 // DeadIDs return ErrClosed; Message.Ack/Nack/Extend keep working so held
 // messages can be settled. Close does not close the Redis clients. It always
 // returns nil and is idempotent.

@@ -42,6 +42,9 @@ type WorkerOptions struct {
 	// Middleware wraps the handler, Middleware[0] outermost: each sees the
 	// message, the handler's ctx and its error (a panic as a *PanicError).
 	Middleware []Middleware
+	// NoRecurring: do not keep the queue's recurring registrations
+	// (Queue.KeepRecurring), which a worker does while it takes work.
+	NoRecurring bool
 }
 
 // ErrWorkerStopped is the cause of the cancellation of a handler's context
@@ -146,6 +149,10 @@ const settleTimeout = 10 * time.Second
 // that handler takes more work. A message is leased only for an idle
 // handler, never to wait for one.
 //
+// While it takes work, the worker keeps the queue's recurring
+// registrations going (Queue.KeepRecurring; WorkerOptions.NoRecurring turns
+// it off): with any number of workers, each occurrence is enqueued once.
+//
 // Connections: the waiting goroutine holds one of the wait client's (see
 // WithWaitClient) while it blocks; the handlers' claims, acks and lease
 // extensions use the main client, up to Concurrency + 2 connections at
@@ -169,6 +176,9 @@ type Worker struct {
 	log   *slog.Logger
 	vis   time.Duration // the queue's visibility timeout: each extension's length
 	every time.Duration // extend a running handler's lease this often
+	// recurring: Run keeps the queue's recurring registrations
+	// (WorkerOptions.NoRecurring unset).
+	recurring bool
 
 	jobs      chan dispatch // claimed messages for the handlers (capacity n)
 	idle      chan struct{} // one token per idle handler (capacity n)
@@ -254,6 +264,7 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 		q:         q,
 		h:         h,
 		n:         n,
+		recurring: !opts.NoRecurring,
 		log:       log,
 		vis:       q.opt.visibility,
 		every:     q.opt.visibility / 3,
@@ -324,7 +335,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	acked := make(chan struct{})
 	go func() { defer close(acked); w.ackLoop() }()
 
+	// The recurring keeper runs while the worker takes work.
+	keepCtx, stopKeep := context.WithCancel(w.takeCtx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		if w.recurring {
+			_ = w.q.KeepRecurring(keepCtx) // nil, or ErrClosed as fetch sees it
+		}
+	}()
 	w.fetch()
+	stopKeep()
+	<-kept
 	close(w.jobs)
 	wg.Wait()
 	close(w.ackQuit)

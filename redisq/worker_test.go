@@ -1003,3 +1003,51 @@ func TestWorkerPausedQueue(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, got)
 }
+
+// A Worker keeps the queue's recurring registrations going: with a Worker
+// alone, every occurrence of a one-second registration comes, one after
+// the other; with NoRecurring only the first (Register enqueues it), as no
+// process enqueues the next.
+func TestWorkerKeepsRecurringRegistrations(t *testing.T) {
+	noLeaks(t)
+	for _, keepOff := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoRecurring=%v", keepOff), func(t *testing.T) {
+			s := startRedis(t)
+			ctx := context.Background()
+			name := fmt.Sprintf("wrec%v", keepOff)
+			q := newQueue(t, s.client(t), name)
+			var mu sync.Mutex
+			var at []time.Time
+			w := NewWorker(q, func(ctx context.Context, m *Message) error {
+				_, t, ok := Occurrence(m.ID)
+				if !ok {
+					return SkipRetry(fmt.Errorf("not an occurrence: %q", m.ID))
+				}
+				mu.Lock()
+				at = append(at, t)
+				mu.Unlock()
+				return nil
+			}, WorkerOptions{Concurrency: 2, NoRecurring: keepOff})
+			runWorker(t, w)
+			_, err := q.Register(ctx, "tick", Every(time.Second), nil)
+			require.NoError(t, err)
+			if keepOff {
+				time.Sleep(3500 * time.Millisecond)
+				mu.Lock()
+				defer mu.Unlock()
+				require.Len(t, at, 1, "an occurrence after the first came with no keeper")
+				return
+			}
+			eventually(t, 20*time.Second, "three occurrences", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(at) >= 3
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			for i := 1; i < len(at); i++ {
+				require.Equal(t, time.Second, at[i].Sub(at[i-1]), "occurrences %v", at)
+			}
+		})
+	}
+}
