@@ -30,6 +30,9 @@
 //	redisq_scrape_error{error}        gauge    1 while the queue's stats cannot be read, and why
 //	redisq_discovery_error{error}     gauge    1 for each problem finding the queues that did not fail the scrape (no queue label)
 //	redisq_queue_paused               gauge    1 while the queue is paused (redisq Queue.Pause), else 0
+//	redisq_partitioned_partitions     gauge    a partitioned queue's partition count (server-wide collector)
+//	redisq_partition_info{partitioned,partition}  gauge  1 for each queue that is a partition: join on queue
+//	                                           to sum the partitions by partitioned queue
 //	redisq_items{state}               gauge    items per state: scheduled, inflight, dead
 //	redisq_due_items                  gauge    scheduled items already due (the backlog)
 //	redisq_oldest_overdue_seconds     gauge    how long the earliest due item has waited

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,15 @@ var (
 	redisDue     = queueDesc("redisq_due_items", "Scheduled items already due and not yet claimed.")
 	redisOverdue = queueDesc("redisq_oldest_overdue_seconds", "How long the earliest due item has been due (0 if none).")
 	redisPaused  = queueDesc("redisq_queue_paused", "1 while the queue is paused (redisq Queue.Pause: nothing is delivered), else 0.")
-	redisLate    = queueDesc("redisq_delivery_lateness_seconds",
+	// A partitioned queue (redisq.Partitioned) is reported as its
+	// partitions, ordinary queues, plus these two: join on queue to sum
+	// by partitioned queue, with no series counted twice.
+	redisPartitions = queueDesc("redisq_partitioned_partitions",
+		"Partitions of a partitioned queue (redisq.NewPartitioned); its items are reported under its partitions' queue labels (see redisq_partition_info).")
+	redisPartitionInfo = queueDesc("redisq_partition_info",
+		"1 for each queue that is a partition of a partitioned queue: sum by (partitioned) (redisq_items * on(queue) group_left(partitioned) redisq_partition_info) gives the partitioned queue's figures.",
+		"partitioned", "partition")
+	redisLate = queueDesc("redisq_delivery_lateness_seconds",
 		"Lateness of deliveries: Redis TIME at claim minus the item's due time.")
 )
 
@@ -241,7 +250,7 @@ func NewRedisServerCollector(client redis.UniversalClient, opts ...RedisOption) 
 // Describe implements prometheus.Collector.
 func (c *RedisCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{redisUp, redisItems, redisDue, redisOverdue, redisPaused, redisLate,
-		redisScrapeErr, redisDiscoveryErr, redisListErr} {
+		redisScrapeErr, redisDiscoveryErr, redisListErr, redisPartitions, redisPartitionInfo} {
 		ch <- d
 	}
 	for _, m := range redisCounters {
@@ -297,6 +306,12 @@ func (c *RedisCollector) read() []prometheus.Metric {
 	var out []prometheus.Metric
 	for i := range ts {
 		out = queueMetrics(out, ts[i], stats[i])
+	}
+	if c.client != nil {
+		var err error
+		if out, err = partitionMetrics(ctx, c.client, out); err != nil {
+			notes = append(notes, "listing the partitioned queues: "+err.Error())
+		}
 	}
 	seen := map[string]bool{}
 	for _, n := range notes {
@@ -398,4 +413,26 @@ func queueMetrics(out []prometheus.Metric, t *target, r statsResult) []prometheu
 		out = append(out, constHistogram(redisLate, l.Bounds, l.Counts, l.Sum, name))
 	}
 	return out
+}
+
+// partitionMetrics appends the server's partitioned queues
+// (redisq.ListPartitioned: one SSCAN page and one read of each queue's
+// partition table) as redisq_partitioned_partitions and
+// redisq_partition_info.
+func partitionMetrics(ctx context.Context, client redis.UniversalClient, out []prometheus.Metric) ([]prometheus.Metric, error) {
+	ps, err := redisq.ListPartitioned(ctx, client)
+	if err != nil {
+		return out, err
+	}
+	for _, p := range ps {
+		if p.Err != nil {
+			continue
+		}
+		l := QueueLabel(p.Name)
+		out = append(out, constMetric(redisPartitions, prometheus.GaugeValue, float64(len(p.Partitions)), l))
+		for i, part := range p.Partitions {
+			out = append(out, constMetric(redisPartitionInfo, prometheus.GaugeValue, 1, QueueLabel(part), l, strconv.Itoa(i)))
+		}
+	}
+	return out, nil
 }
