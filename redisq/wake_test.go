@@ -72,6 +72,20 @@ func blockedClients(t testing.TB, q *Queue) int {
 	return -1
 }
 
+// blockedTakes counts the clients of q's server blocked in BZPOPMIN, the
+// wait of a Take (a Worker's recurring keeper blocks in XREAD too).
+func blockedTakes(t testing.TB, q *Queue) int {
+	list, err := q.client.ClientList(context.Background()).Result()
+	require.NoError(t, err)
+	n := 0
+	for _, line := range splitLines(list) {
+		if strings.Contains(line, " cmd=bzpopmin") && strings.Contains(line, " flags=b") {
+			n++
+		}
+	}
+	return n
+}
+
 // An idle consumer does not poll: each blocked wait costs one BZPOPMIN and
 // one claim script, so the command count follows the wake cap, not a tick.
 func TestIdleConsumerDoesNotPoll(t *testing.T) {

@@ -438,7 +438,7 @@ func TestWorkerShutdownHandsBackInFlight(t *testing.T) {
 		gotc <- got{m, time.Now()}
 		return nil
 	}, WorkerOptions{Concurrency: 3}))
-	eventually(t, 10*time.Second, "the other worker blocks", func() bool { return blockedClients(t, q) >= 1 })
+	eventually(t, 10*time.Second, "the other worker blocks", func() bool { return blockedTakes(t, q) >= 1 })
 
 	sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
@@ -547,7 +547,7 @@ func TestWorkerShutdownWhileIdle(t *testing.T) {
 	q := newQueue(t, c, "widle", WithWakeCap(time.Minute))
 	w := NewWorker(q, func(context.Context, *Message) error { return nil }, WorkerOptions{})
 	runErr := runWorker(t, w)
-	eventually(t, 10*time.Second, "the worker blocks", func() bool { return blockedClients(t, q) == 1 })
+	eventually(t, 10*time.Second, "the worker blocks", func() bool { return blockedTakes(t, q) == 1 })
 	start := time.Now()
 	require.NoError(t, w.Shutdown(context.Background()))
 	require.Less(t, time.Since(start), 5*time.Second, "the blocked Take did not return promptly")
@@ -886,7 +886,7 @@ func TestReleaseHandsBackUncounted(t *testing.T) {
 	require.Equal(t, 1, m.Attempts)
 
 	got := takeAsync(func() (*Message, error) { return other.Take(ctx) })
-	eventually(t, 10*time.Second, "the other consumer blocks", func() bool { return blockedClients(t, q) >= 1 })
+	eventually(t, 10*time.Second, "the other consumer blocks", func() bool { return blockedTakes(t, q) >= 1 })
 	require.NoError(t, m.Release(ctx))
 	var m2 *Message
 	select {
