@@ -61,8 +61,10 @@ func httpGet(t *testing.T, c *http.Client, u string) (int, string) {
 // TestACLRules runs the ACL users of docs/operations.md against a real
 // redis-server: the read-only dashboard, exporter and dqctl reads as
 // dqreader (whose writes are refused), producers as dqproducer (which
-// cannot take), consumers as dqconsumer, and every admin command and the
-// dashboard's actions as dqoperator.
+// cannot take), consumers as dqconsumer (a Worker keeping a recurring
+// registration going), and every admin command and the dashboard's
+// actions as dqoperator. Each reads or changes recurring registrations
+// too.
 func TestACLRules(t *testing.T) {
 	f := newFixture(t, "orders")
 	ctx := context.Background()
@@ -104,6 +106,11 @@ func TestACLRules(t *testing.T) {
 
 	t.Run("reader", func(t *testing.T) {
 		a := as("dqreader")
+		if _, err := f.q.Register(ctx, "hourly", redisq.Every(time.Hour), nil); err != nil {
+			t.Fatal(err)
+		}
+		defer f.q.Unregister(ctx, "hourly")
+		dqctl(t, "", append(a, "recurring", "orders")...).want(t, exitOK, `hourly  "every 1h0m0s"  in `)
 		dqctl(t, "", append(a, "queues")...).want(t, exitOK, "orders ")
 		dqctl(t, "", append(a, "queues", "-scan")...).want(t, exitOK, "orders ")
 		dqctl(t, "", append(a, "stats", "orders")...).want(t, exitOK, "dead 2")
@@ -116,7 +123,7 @@ func TestACLRules(t *testing.T) {
 		u, stop := serving(t, append(a, "serve", "-listen", "127.0.0.1:0", "-readonly")...)
 		hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		for p, want := range map[string]int{"": 200, "queue?q=orders": 200, "queue?q=orders&state=scheduled": 200,
-			"queue?q=orders&state=inflight": 200, "queue?q=orders&state=dead": 200, "item?q=orders&id=d1": 200,
+			"queue?q=orders&state=inflight": 200, "queue?q=orders&state=dead": 200, "queue?q=orders&state=recurring": 200, "item?q=orders&id=d1": 200,
 			"item?q=orders&id=s2": 200, "queue?q=orders&find=f1": http.StatusSeeOther, "queue?q=orders&find=zz": http.StatusNotFound} {
 			if code, body := httpGet(t, hc, u+p); code != want {
 				t.Errorf("dashboard %s as dqreader: %d, want %d\n%.1500s", p, code, want, body)
@@ -126,7 +133,8 @@ func TestACLRules(t *testing.T) {
 		u, stop = serving(t, append(a, "serve-metrics", "-listen", "127.0.0.1:0")...)
 		code, body := httpGet(t, http.DefaultClient, u)
 		stop()
-		if code != 200 || !strings.Contains(body, `redisq_up{queue="orders"} 1`) || strings.Contains(body, "redisq_scrape_error") ||
+		if code != 200 || !strings.Contains(body, `redisq_up{queue="orders"} 1`) || strings.Contains(body, "scrape_error") ||
+			!strings.Contains(body, `redisq_recurring_registrations{queue="orders"} 1`) ||
 			strings.Contains(body, "redisq_discovery_error") || !strings.Contains(body, `redisq_items{queue="orders",state="dead"} 2`) {
 			t.Errorf("metrics as dqreader: %d\n%s", code, body)
 		}
@@ -134,7 +142,7 @@ func TestACLRules(t *testing.T) {
 		// Its writes are refused, and change nothing.
 		before := stats()
 		for _, args := range [][]string{{"purge", "-yes", "orders", "dead"}, {"requeue", "orders", "d1"}, {"delete", "orders", "s1"},
-			{"pause", "orders"}, {"destroy", "-yes", "orders"}} {
+			{"pause", "orders"}, {"destroy", "-yes", "orders"}, {"register", "orders", "x", "every 1h"}, {"unregister", "-yes", "orders", "hourly"}} {
 			r := dqctl(t, "", append(a, args...)...)
 			if r.code != exitError || !strings.Contains(r.stderr, "can't run this command") && !strings.Contains(r.stderr, "NOPERM") {
 				t.Errorf("%v as dqreader: exit %d\n%s", args, r.code, r.stderr)
@@ -142,6 +150,9 @@ func TestACLRules(t *testing.T) {
 		}
 		if after := stats(); after.Dead != before.Dead || after.Scheduled != before.Scheduled || after.Paused {
 			t.Errorf("dqreader changed the queue: %+v", after)
+		}
+		if regs, err := f.q.Registrations(ctx); err != nil || len(regs) != 1 {
+			t.Errorf("dqreader changed the registrations: %d %v", len(regs), err)
 		}
 		if err := client("dqreader").Set(ctx, "{dq:orders}:x", 1, 0).Err(); err == nil {
 			t.Error("dqreader may SET")
@@ -191,6 +202,16 @@ func TestACLRules(t *testing.T) {
 		must(err)
 		must(q.Reschedule(ctx, "b", time.Now().Add(time.Minute)))
 		_, err = q.RescheduleAfter(ctx, "c", time.Second)
+		must(err)
+		// A service registers its recurring jobs at start.
+		_, err = q.Register(ctx, "sweep", redisq.Every(time.Hour), []byte("x"), redisq.CatchUp(1))
+		must(err)
+		if out, err := q.Register(ctx, "sweep", redisq.Every(time.Minute), nil); err != nil || out != redisq.RegistrationUpdated {
+			t.Fatalf("Register again as dqproducer: %v %v", out, err)
+		}
+		_, err = q.Register(ctx, "gone", redisq.Every(time.Hour), nil)
+		must(err)
+		_, err = q.Unregister(ctx, "gone")
 		must(err)
 		if names, err := redisq.ListQueues(ctx, f.c); err != nil || !strings.Contains(fmt.Sprint(names), "jobs") {
 			t.Errorf("the producer's queue is not registered: %v %v", names, err)
@@ -344,6 +365,39 @@ func TestACLRules(t *testing.T) {
 		if err != nil || !r.OK() {
 			t.Fatalf("audit: %v %v", err, r.Problems)
 		}
+
+		// A Worker keeps a recurring registration going: the occurrences
+		// after the first (which Register enqueues) are its keeper's. The
+		// registration is made after the worker starts, so the keeper
+		// learns of it from the change feed (XREAD), not from its re-read
+		// of every registration a minute later.
+		ticks, err := redisq.New(ctx, f.c, "ticks")
+		must(err)
+		defer ticks.Close()
+		kq, err := redisq.New(ctx, client("dqconsumer"), "ticks")
+		must(err)
+		defer kq.Close()
+		var occurrences atomic.Int32
+		kw := redisq.NewWorker(kq, func(_ context.Context, m *redisq.Message) error {
+			if name, _, ok := redisq.Occurrence(m.ID); ok && name == "tick" {
+				occurrences.Add(1)
+			}
+			return nil
+		}, redisq.WorkerOptions{})
+		kctx, stopKeeping := context.WithCancel(ctx)
+		go func() { ran <- kw.Run(kctx) }()
+		time.Sleep(time.Second) // the keeper's first read, most likely (either way it must pass)
+		_, err = ticks.Register(ctx, "tick", redisq.Every(100*time.Millisecond), nil)
+		must(err)
+		for deadline := time.Now().Add(30 * time.Second); occurrences.Load() < 3; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the worker ran %d occurrences of a registration every 100ms in 30s (its keeper reads every registration once a minute)", occurrences.Load())
+			}
+		}
+		stopKeeping()
+		if err := <-ran; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
 	})
 
 	t.Run("operator", func(t *testing.T) {
@@ -357,6 +411,10 @@ func TestACLRules(t *testing.T) {
 		dqctl(t, "", append(a, "purge", "-yes", "orders", "inflight")...).want(t, exitOK, "marked 1 inflight item")
 		dqctl(t, "", append(a, "requeue", "-yes", "-all", "orders")...).want(t, exitOK)
 		dqctl(t, "", append(a, "destroy", "-yes", "orders:eu")...).want(t, exitOK, `destroyed queue "orders:eu"`)
+		dqctl(t, "", append(a, "register", "orders", "op", "every 1h", "-payload", "x")...).want(t, exitOK, `created registration "op"`)
+		dqctl(t, "", append(a, "register", "orders", "gone", "every 1h")...).want(t, exitOK, `created registration "gone"`)
+		dqctl(t, "", append(a, "recurring", "orders")...).want(t, exitOK, "2 registrations")
+		dqctl(t, "", append(a, "unregister", "-yes", "orders", "gone")...).want(t, exitOK, `unregistered "gone"`)
 
 		// The dashboard's actions.
 		u, stop := serving(t, append(a, "serve", "-listen", "127.0.0.1:0")...)
@@ -366,7 +424,7 @@ func TestACLRules(t *testing.T) {
 		if tok == nil {
 			t.Fatal("no CSRF token")
 		}
-		for _, form := range []url.Values{{"op": {"purge"}, "state": {"scheduled"}}, {"op": {"pause"}}, {"op": {"resume"}}} {
+		for _, form := range []url.Values{{"op": {"purge"}, "state": {"scheduled"}}, {"op": {"pause"}}, {"op": {"resume"}}, {"op": {"unregister"}, "reg": {"op"}}} {
 			form.Set("q", "orders")
 			form.Set("csrf", tok[1])
 			form.Set("confirmed", "yes")
@@ -386,6 +444,9 @@ func TestACLRules(t *testing.T) {
 		}
 		if st := stats(); st.Scheduled != 0 || st.Paused {
 			t.Errorf("after purge and pause/resume: %+v", st)
+		}
+		if regs, err := f.q.Registrations(ctx); err != nil || len(regs) != 0 {
+			t.Errorf("after unregister on the dashboard: %d registrations (%v)", len(regs), err)
 		}
 		f.audit(t)
 	})

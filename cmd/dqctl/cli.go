@@ -150,6 +150,7 @@ type env struct {
 	interval time.Duration
 	window   time.Duration
 	count    int
+	reg      registerOpts // register's flags
 
 	// serve's and serve-metrics' flags.
 	readOnly   bool
@@ -233,8 +234,8 @@ Commands:
 const usageTail = `
 Connection flags (accepted before or after COMMAND):
 %s
-Exit codes: 0 ok, 1 error, 2 bad usage, 3 no such queue or item (or not in
-the state the command needs), 4 aborted.
+Exit codes: 0 ok, 1 error, 2 bad usage, 3 no such queue, item or
+registration (or not in the state the command needs), 4 aborted.
 Run dqctl help COMMAND (or dqctl COMMAND -h) for a command's flags.
 `
 

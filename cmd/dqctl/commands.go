@@ -35,9 +35,17 @@ func commands() []command {
 			min: 1, max: 1, run: func(e *env) error { return cmdPause(e, false) }, write: true},
 		{name: "destroy", args: "QUEUE", help: "delete every key of a queue: items, counters, everything",
 			min: 1, max: 1, flags: withYes, run: cmdDestroy, write: true},
+		{name: "recurring", args: "QUEUE", help: "list the queue's recurring registrations (redisq Queue.Register): schedule, next and last occurrence; " +
+			"a next occurrence in the past means that no process keeps the registration (a Worker, or Queue.KeepRecurring, does)",
+			min: 1, max: 1, flags: withJSON, run: cmdRecurring},
+		{name: "register", args: "QUEUE NAME SCHEDULE", help: "register (or replace) the recurring job NAME: an item with the payload is enqueued at each occurrence of SCHEDULE " +
+			`("every 1h0m0s", "every 24h0m0s, phase 9h0m0s", or a cron spec such as "CRON_TZ=Europe/Paris 0 9 * * *"); ` + keeperNote,
+			min: 3, max: 3, flags: registerFlags, run: cmdRegister, write: true},
+		{name: "unregister", args: "QUEUE NAME", help: "remove the recurring registration NAME: no occurrence is enqueued any more, and its last one, if still scheduled, is cancelled",
+			min: 2, max: 2, flags: withYes, run: cmdUnregister, write: true},
 		{name: "watch", args: "QUEUE", help: "stats refreshed every second, with rates and a chart of items coming due",
 			min: 1, max: 1, flags: watchFlags, run: cmdWatch, serving: true},
-		{name: "serve-metrics", args: "[QUEUE...]", help: "serve Prometheus metrics for the queues (default: every queue on the server)",
+		{name: "serve-metrics", args: "[QUEUE...]", help: "serve Prometheus metrics for the queues (default: every queue on the server): their stats and their recurring registrations",
 			max: -1, flags: metricsFlags, run: cmdServeMetrics, serving: true},
 		{name: "serve", help: "serve the web dashboard (dqweb) for the queues on the server",
 			max: 0, flags: serveFlags, run: cmdServe, serving: true},

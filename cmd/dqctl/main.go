@@ -1,16 +1,18 @@
 // Command dqctl inspects and administers redisq queues on a Redis server:
 // it lists queues and their items, shows stats (once, or refreshed with a
 // chart of what is coming due), requeues or deletes dead items, deletes
-// items, purges a state, destroys a queue, serves Prometheus metrics, and
-// serves a web dashboard (package dqweb).
+// items, purges a state, destroys a queue, lists, registers and
+// unregisters recurring jobs (which it does not keep going: a Worker does),
+// serves Prometheus metrics, and serves a web dashboard (package dqweb).
 //
 //	go run ./cmd/dqctl -redis 127.0.0.1:6379 queues
 //	go install github.com/dq-go/delayqueue/cmd/dqctl@latest
 //
 // Run dqctl -h for the commands and flags. Exit codes: 0 success, 1 an
-// error (Redis unreachable, a failed command), 2 bad usage, 3 no such queue
-// or item (or an item not in the state the command needs), 4 aborted at
-// the confirmation prompt. Names, ids, reasons and payloads are printed with
+// error (Redis unreachable, a failed command), 2 bad usage, 3 no such queue,
+// item or registration (or an item not in the state the command needs, or
+// a register whose -version is below the one stored), 4 aborted at the
+// confirmation prompt. Names, ids, reasons and payloads are printed with
 // every non-printable character escaped, so stored data cannot send escape
 // sequences to the terminal.
 package main

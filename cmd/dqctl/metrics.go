@@ -20,19 +20,22 @@ func metricsFlags(fs *flag.FlagSet, e *env) {
 }
 
 // cmdServeMetrics serves the metrics of the queues named, or of every queue
-// on the server. -timeout bounds the Redis work of each scrape; concurrent
-// scrapes share one reading (dqprom.RedisCollector). Like the dashboard,
-// it answers only to IP addresses, localhost, the -listen host and
-// -allow-host: a page that DNS rebinding made same-origin with it must
-// not read the queues' names and counts.
+// on the server: their stats (dqprom.RedisCollector) and their recurring
+// registrations (dqprom.RecurringCollector). -timeout bounds the Redis work
+// of each collector's scrape; concurrent scrapes share one reading of the
+// stats. Like the dashboard, it answers only to IP addresses, localhost,
+// the -listen host and -allow-host: a page that DNS rebinding made
+// same-origin with it must not read the queues' names and counts.
 func cmdServeMetrics(e *env) error {
 	if e.scanKeys < 0 {
 		return usageErr("-scan-keys must not be negative")
 	}
 	opts := []dqprom.RedisOption{dqprom.WithTimeout(e.conn.timeout)}
 	var col *dqprom.RedisCollector
+	var rec *dqprom.RecurringCollector
 	if len(e.args) == 0 {
 		col = dqprom.NewRedisServerCollector(e.c, append(opts, dqprom.WithScanKeys(e.scanKeys))...)
+		rec = dqprom.NewRecurringServerCollector(e.c, opts...)
 	} else {
 		var qs []*redisq.Queue
 		for _, name := range e.args {
@@ -43,9 +46,10 @@ func cmdServeMetrics(e *env) error {
 			qs = append(qs, q)
 		}
 		col = dqprom.NewRedisCollectorWithOptions(qs, opts...)
+		rec = dqprom.NewRecurringCollectorWithOptions(qs, opts...)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(col)
+	reg.MustRegister(col, rec)
 	l, err := net.Listen("tcp", e.listen)
 	if err != nil {
 		return err

@@ -17,15 +17,16 @@ import (
 )
 
 // Mutations are POSTs to Prefix+"action" carrying the form fields op, q
-// (the queue), the item ids (id, repeated for a selection) or state as the
-// op needs, csrf, and confirmed=yes once the user has confirmed. A POST
-// without confirmed gets a confirmation page (the page's script asks with
-// a dialog instead and sets the field), so nothing changes unconfirmed
-// even without JavaScript. The pages' forms send the queue and ids
-// hex-encoded, as qx and idx (which win over q and id): HTML cannot carry
-// every byte string through a form unchanged (NUL, invalid UTF-8, and CR
-// and LF, which form submission rewrites). The form body is at most 64 KiB
-// and must arrive within Options.FormTimeout.
+// (the queue), the item ids (id, repeated for a selection), state or reg
+// (a recurring registration's name) as the op needs, csrf, and
+// confirmed=yes once the user has confirmed. A POST without confirmed gets
+// a confirmation page (the page's script asks with a dialog instead and
+// sets the field), so nothing changes unconfirmed even without JavaScript.
+// The pages' forms send the queue, ids and registration hex-encoded, as
+// qx, idx and regx (which win over q, id and reg): HTML cannot carry every
+// byte string through a form unchanged (NUL, invalid UTF-8, and CR and LF,
+// which form submission rewrites). The form body is at most 64 KiB and
+// must arrive within Options.FormTimeout.
 //
 // Actions on items take 1 to MaxSelect ids (a selection of one page at
 // most), one redisq call each; actions on a whole state run in redisq's
@@ -79,6 +80,7 @@ func checkCSRF(r *http.Request) error {
 // op is one kind of action.
 type op struct {
 	ids       bool   // acts on 1..MaxSelect item ids
+	reg       bool   // acts on a recurring registration
 	needState bool   // acts on a whole state
 	label     string // the button
 	danger    bool
@@ -94,12 +96,14 @@ var ops = map[string]op{
 	"purge":           {needState: true, label: "Purge", danger: true},
 	"pause":           {label: "Pause", danger: true},
 	"resume":          {label: "Resume"},
+	"unregister":      {reg: true, label: "Unregister", danger: true},
 }
 
 // action is a parsed request.
 type action struct {
 	Op, Queue string
 	IDs       []string
+	Reg       string // the registration unregister removes
 	// State is the state purge empties; for actions on items, the state
 	// of the list they were selected in (0 if unknown), for the wording.
 	State redisq.State
@@ -190,6 +194,8 @@ func (a action) questionWith(items func(noun string) string) string {
 		return fmt.Sprintf("Pause queue %s? Consumers take nothing until it is resumed; enqueues, acks and admin actions go on.", q)
 	case "resume":
 		return fmt.Sprintf("Resume queue %s? Consumers take its due items again at once.", q)
+	case "unregister":
+		return fmt.Sprintf("Unregister %s of queue %s? No occurrence of it is enqueued any more; its last one, if still scheduled, is cancelled.", quoted(a.Reg), q)
 	}
 	return ""
 }
@@ -274,11 +280,12 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	a := action{Op: r.PostFormValue("op")}
 	queue, err := formValue(r, "q")
 	ids, err2 := formIDs(r)
-	if err = errors.Join(err, err2); err != nil {
+	reg, err3 := formValue(r, "reg")
+	if err = errors.Join(err, err2, err3); err != nil {
 		h.fail(w, r, http.StatusBadRequest, "%v", err)
 		return
 	}
-	a.Queue, a.IDs = queue, ids
+	a.Queue, a.IDs, a.Reg = queue, ids, reg
 	o, ok := ops[a.Op]
 	if !ok {
 		h.fail(w, r, http.StatusBadRequest, "unknown action %s", quoted(a.Op))
@@ -310,6 +317,17 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "action %s takes no item id", a.Op)
 		return
 	}
+	switch {
+	case o.reg && a.Reg == "":
+		h.fail(w, r, http.StatusBadRequest, "action %s needs a registration name", a.Op)
+		return
+	case o.reg && len(a.Reg) > redisq.MaxRegistrationName:
+		h.fail(w, r, http.StatusBadRequest, "registration name %s is too long (%d bytes; at most %d)", quoted(a.Reg), len(a.Reg), redisq.MaxRegistrationName)
+		return
+	case !o.reg && a.Reg != "":
+		h.fail(w, r, http.StatusBadRequest, "action %s takes no registration name", a.Op)
+		return
+	}
 	q := h.queue(r.Context(), w, r, a.Queue)
 	if q == nil {
 		return
@@ -339,7 +357,7 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		Message string
 		Back    string
 		Queue   string
-	}{h.layout(w, r, "Done", false), status == http.StatusOK, message(msg), h.tabURL(a.Queue, a.State), quoted(a.Queue)})
+	}{h.layout(w, r, "Done", false), status == http.StatusOK, message(msg), h.listURL(a), quoted(a.Queue)})
 }
 
 // countFor reads how many items an action on a whole state would change,
@@ -370,6 +388,15 @@ func (h *handler) backURL(a action) string {
 	if len(a.IDs) == 1 {
 		return h.itemURL(a.Queue, a.IDs[0])
 	}
+	return h.listURL(a)
+}
+
+// listURL is the tab an action was taken from: its state's, or the
+// Recurring tab.
+func (h *handler) listURL(a action) string {
+	if ops[a.Op].reg {
+		return h.recurringURL(a.Queue)
+	}
 	return h.tabURL(a.Queue, a.State)
 }
 
@@ -396,8 +423,11 @@ func names(ids []string) string {
 
 // do runs the action and reports it as an HTTP status and a sentence.
 func (h *handler) do(ctx context.Context, q *redisq.Queue, a action) (int, string) {
-	if ops[a.Op].ids {
+	switch {
+	case ops[a.Op].ids:
 		return h.doItems(ctx, q, a)
+	case ops[a.Op].reg:
+		return h.doUnregister(ctx, q, a)
 	}
 	var n int64
 	var err error

@@ -2,12 +2,14 @@ package dqweb_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -75,9 +77,21 @@ func TestFillIsAQueue(t *testing.T) {
 // items (plus the fixture's), through the handler, against a local
 // redis-server: the dashboard's cost is bounded, not proportional to n.
 // overview-uncached lists the queues from the registry on every request.
+// jobs-summary and jobs-recurring-tab are the pages of a queue "jobs" with
+// 100 recurring registrations.
 func BenchmarkPages1M(b *testing.B) {
 	f := newFixture(b, dqweb.Options{})
 	fill(b, f.c, "orders", 1_000_000)
+	jobs, err := redisq.New(context.Background(), f.c, "jobs")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer jobs.Close()
+	for i := range 100 {
+		if _, err := jobs.Register(context.Background(), fmt.Sprintf("job:%03d", i), redisq.Every(time.Hour), []byte("{}")); err != nil {
+			b.Fatal(err)
+		}
+	}
 	cached := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"})
 	uncached := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/", QueueListTTL: time.Nanosecond})
 	for _, p := range []struct {
@@ -90,6 +104,8 @@ func BenchmarkPages1M(b *testing.B) {
 		{"scheduled-tab", cached, "/dq/queue?q=orders&state=scheduled", 200},
 		{"scheduled-deep-page", cached, "/dq/queue?q=orders&state=scheduled&offset=900000", 200},
 		{"dead-tab", cached, "/dq/queue?q=orders&state=dead", 200},
+		{"jobs-summary", cached, "/dq/queue?q=jobs", 200},
+		{"jobs-recurring-tab", cached, "/dq/queue?q=jobs&state=recurring", 200},
 		{"find", cached, "/dq/queue?q=orders&find=item:123456", http.StatusSeeOther},
 		{"item", cached, "/dq/item?q=orders&id=item:123456", 200},
 		{"overview", cached, "/dq/", 200},

@@ -11,13 +11,18 @@
 // dashboard's own readings, a chart of the items due over the next hour
 // and the overdue backlog, lateness) and a tab per state (scheduled in
 // due order, in flight with their lease deadlines, dead with their reason
-// and payload), each with its count, paging and the actions that fit it;
-// a search box opens an item by its exact id, whatever its state. Unless
-// Options.ReadOnly is set, it requeues, deletes or runs now (due now) one
-// item, the items selected on a page (at most MaxSelect) or every item of
-// a state, and pauses or resumes the queue (redisq Queue.Pause): each
-// action is a POST with a CSRF token, confirmed first (naming the items,
-// or their number) and reported after.
+// and payload), each with its count, paging and the actions that fit it,
+// and, when the queue has recurring registrations (redisq Queue.Register),
+// a tab of them: schedule, next occurrence (marked when it is in the past:
+// no process keeps the registration), last one, catch-up, version and
+// payload size; a search box opens an item by its exact id, whatever its
+// state. Unless Options.ReadOnly is set, it requeues, deletes or runs now
+// (due now) one item, the items selected on a page (at most MaxSelect) or
+// every item of a state, pauses or resumes the queue (redisq Queue.Pause),
+// and unregisters a recurring registration: each action is a POST with a
+// CSRF token, confirmed first (naming the items, or their number, or the
+// registration) and reported after. It neither registers recurring jobs
+// nor keeps them going (a Worker does).
 //
 // Pages are rendered on the server with html/template (charts are inline
 // SVG); the stylesheet and the one small script (auto-refresh,
@@ -29,11 +34,12 @@
 // anyone: wrap it in the service's authentication middleware (BasicAuth
 // is one).
 //
-// Hostile data cannot spoof or break a page: names, ids and reasons are
-// shown with every control character, bidi override or mark and invalid
-// byte escaped, Go-quoted as dqctl prints them ("rtl\u202egnp.exe"), and
-// cut when long; links and forms carry the exact value. A name or id
-// longer than MaxName is listed but not opened (400; dqctl handles it).
+// Hostile data cannot spoof or break a page: names (of queues and
+// registrations), ids and reasons are shown with every control character,
+// bidi override or mark and invalid byte escaped, Go-quoted as dqctl
+// prints them ("rtl\u202egnp.exe"), and cut when long; links and forms
+// carry the exact value. A name or id longer than MaxName is listed but
+// not opened (400; dqctl handles it).
 //
 // DNS rebinding: a page on a name the attacker re-points at the
 // dashboard's address is same-origin with it for the browser. The handler
@@ -52,7 +58,10 @@
 // whole payload. At most MaxPayloadReads payload reads (and their
 // formatting) run at once per handler, which bounds their memory. An
 // action on selected items makes one redisq call per item, at most
-// MaxSelect.
+// MaxSelect. Every page of a queue also reads its recurring registrations
+// for the Recurring tab's count (redisq Queue.Registrations, one script
+// per 100, without payloads): that grows with their number, not with the
+// items'; the tab looks up the item of each of its PageSize rows.
 //
 // Rates, the error rate and the history come from the Stats readings the
 // pages make, kept in the handler's memory (no goroutine, no timer): at

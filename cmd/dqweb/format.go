@@ -316,6 +316,7 @@ func quantile(l redisq.Lateness, q float64) string {
 type actionForm struct {
 	Prefix, CSRF    string
 	Op, QueueX, IDX string
+	RegX            string // a registration's name, hex-encoded
 	State           string
 	Label           string
 	Confirm         string // the question the page's script asks
@@ -362,4 +363,6 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.1f%%", f*100)
 	},
 	"states": func() []redisq.State { return redisq.States },
+	// behindNote explains a next occurrence in the past (recurring.go).
+	"behindNote": func() string { return behindNote },
 }

@@ -16,12 +16,15 @@ import (
 // minutes, the due and lateness charts) and one tab per state, each a
 // link (queue?q=NAME&state=dead&offset=20): a list of one page with its
 // count, paging, a checkbox per item for the actions on a selection, and
-// the actions on the whole state. A search box finds an item by its exact
-// id in any state (queue?q=NAME&find=ID) and opens its page.
+// the actions on the whole state; and, when the queue has recurring
+// registrations, their tab (state=recurring, see recurring.go). A search
+// box finds an item by its exact id in any state (queue?q=NAME&find=ID)
+// and opens its page.
 //
 // Parameters: q, the queue (or qx, hex-encoded, as the page's own search
 // form sends it, so that any name survives); state, the tab (scheduled,
-// inflight or dead; none: the summary); offset, the list's; find, an id.
+// inflight, dead or recurring; none: the summary); offset, the list's;
+// find, an id.
 
 // deadPageSize is smaller than PageSize: dead items show their payloads.
 const deadPageSize = 20
@@ -31,6 +34,8 @@ type tabLink struct {
 	Label, State, URL string
 	Count             int64
 	Current, Alert    bool
+	Title             string // a tooltip
+	Err               string // why the count is unknown ("?")
 }
 
 // counterRow is one counter of the summary: its total and rate.
@@ -84,6 +89,10 @@ type queueData struct {
 	Select    selectForm
 	Selection bool // some rows can be selected
 	Whole     []actionForm
+
+	// The Recurring tab.
+	Regs   []regRow
+	Behind int // registrations no process keeps
 }
 
 // queueName is the page's queue: qx (hex) when given, else q.
@@ -105,9 +114,13 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	var state redisq.State
-	if s := r.URL.Query().Get("state"); s != "" {
+	recurring := false
+	switch s := r.URL.Query().Get("state"); {
+	case s == recurringTab:
+		recurring = true
+	case s != "":
 		if state, err = redisq.ParseState(s); err != nil {
-			h.fail(w, r, http.StatusBadRequest, "unknown state %s: the tabs are scheduled, inflight and dead", quoted(s))
+			h.fail(w, r, http.StatusBadRequest, "unknown state %s: the tabs are scheduled, inflight, dead and recurring", quoted(s))
 			return
 		}
 	}
@@ -146,8 +159,13 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		d.Refresh = 0 // keep the answer on the screen
 	}
 	d.Now = d.Stats.Now
-	if state != 0 {
+	switch {
+	case recurring:
+		d.Tab = recurringTab
+	case state != 0:
 		d.Tab = state.String()
+	}
+	if d.Tab != "" {
 		d.Refresh = 0 // a list is for reading and selecting: no reload under the user
 	}
 	st := d.Stats
@@ -157,6 +175,15 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		{Label: "In flight", State: "inflight", URL: h.tabURL(name, redisq.StateInFlight), Count: st.InFlight, Current: state == redisq.StateInFlight},
 		{Label: "Dead", State: "dead", URL: h.tabURL(name, redisq.StateDead), Count: st.Dead, Current: state == redisq.StateDead, Alert: st.Dead > 0},
 	}
+	// Read after Stats: a next occurrence before d.Now is behind for sure.
+	regs, regErr := q.Registrations(ctx)
+	if recurring && regErr != nil {
+		h.redisFail(w, r, regErr, "reading the recurring registrations of queue "+quoted(name))
+		return
+	}
+	if t, ok := h.recurringTabLink(name, regs, regErr, d.Now, recurring); ok {
+		d.Tabs = append(d.Tabs, t)
+	}
 	if !h.opt.ReadOnly {
 		op := "pause"
 		if st.Paused {
@@ -164,9 +191,12 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		d.Pause = h.wholeForm(d.layout, op, name, 0, 0)
 	}
-	if state == 0 {
+	switch {
+	case recurring:
+		err = h.recurringList(ctx, r, q, regs, &d)
+	case state == 0:
 		err = h.summary(ctx, q, &d)
-	} else {
+	default:
 		err = h.list(ctx, r, q, &d)
 	}
 	if err != nil {

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/dq-go/delayqueue/redisq"
+)
+
+// The recurring registrations of a queue (redisq Queue.Register): listed
+// by recurring, made or replaced by register, removed by unregister.
+// dqctl only edits what is stored in Redis: the processes that keep the
+// registrations (every Worker, or Queue.KeepRecurring) enqueue each next
+// occurrence, and a registration none of them keeps falls behind (its next
+// occurrence is in the past), which recurring shows.
+
+// maxRegVersion is the largest RegistrationVersion redisq accepts (it
+// panics above it): 2^53-1, exact in the scripts' Lua numbers.
+const maxRegVersion = 1<<53 - 1
+
+// keeperNote says who keeps a registration going: not dqctl.
+const keeperNote = "dqctl does not keep it going: a Worker (or Queue.KeepRecurring) in a process of yours enqueues each next occurrence"
+
+// optString is a string flag that records whether it was given (an empty
+// -payload is a payload).
+type optString struct {
+	val string
+	set bool
+}
+
+func (o *optString) String() string     { return o.val }
+func (o *optString) Set(s string) error { o.val, o.set = s, true; return nil }
+
+// registerOpts are register's flags.
+type registerOpts struct {
+	payload, payloadFile optString
+	catchUp              int
+	version              int64
+	firstAt              string
+	create               bool
+}
+
+func registerFlags(fs *flag.FlagSet, e *env) {
+	r := &e.reg
+	fs.Var(&r.payload, "payload", "the occurrences' payload, as `text` (default: empty)")
+	fs.Var(&r.payloadFile, "payload-file", "read the payload from `file` (- for stdin)")
+	fs.IntVar(&r.catchUp, "catch-up", 0, fmt.Sprintf("enqueue up to `n` missed occurrences one by one when no process kept it for a while (0..%d; 0: they coalesce into one)", redisq.MaxCatchUp))
+	fs.Int64Var(&r.version, "version", 0, "the registration's `version`: a lower one than the stored one changes nothing (redisq RegistrationVersion)")
+	fs.BoolVar(&r.create, "create", false, "register in a queue that has no data yet (nothing was ever enqueued in it); "+
+		"without it such a queue name is refused, as a likely typo")
+	fs.StringVar(&r.firstAt, "first-at", "", "a new registration's first occurrence, RFC 3339 `time` (2026-12-01T09:00:00Z; ignored when it exists); default: the schedule's first after now")
+}
+
+// checkRegName returns the usage error of a bad registration name, or nil.
+func checkRegName(name string) error {
+	switch {
+	case name == "":
+		return usageErr("empty registration name")
+	case len(name) > redisq.MaxRegistrationName:
+		return usageErr("registration name of %d bytes, over %d", len(name), redisq.MaxRegistrationName)
+	}
+	return nil
+}
+
+// registrationJSON is a registration in recurring -json: times by the
+// Redis clock, those that do not apply left out (last before the first
+// occurrence, next when the series ended or spec_error says why it
+// cannot be computed here); behind: next is before now, no process keeps
+// it.
+type registrationJSON struct {
+	Name        string    `json:"name"`
+	Spec        string    `json:"spec"`
+	SpecError   string    `json:"spec_error,omitempty"`
+	CatchUp     int       `json:"catch_up"`
+	Version     int64     `json:"version"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
+	Enqueued    time.Time `json:"enqueued"`
+	EnqueuedID  string    `json:"enqueued_id"`
+	Last        time.Time `json:"last,omitzero"`
+	Next        time.Time `json:"next,omitzero"`
+	Ended       bool      `json:"ended"`
+	Behind      bool      `json:"behind"`
+	PayloadSize int64     `json:"payload_size"`
+}
+
+// behind: the registration's next occurrence has come and no process has
+// enqueued it (a keeper enqueues each one a period ahead).
+func behind(r redisq.Registration, now time.Time) bool {
+	return !r.Ended && !r.Next.IsZero() && r.Next.Before(now)
+}
+
+// nextCell is the NEXT column: "in 42m0s", "ended", "behind: ...", or
+// why this process cannot compute it.
+func nextCell(r redisq.Registration, now time.Time) string {
+	switch {
+	case r.Ended:
+		return "ended"
+	case r.Next.IsZero() && r.SpecErr != nil:
+		return "cannot compute here: " + clean(r.SpecErr.Error())
+	case r.Next.IsZero():
+		return "-"
+	case behind(r, now):
+		return "behind: no process keeps it (due " + rel(r.Next, now) + ")"
+	}
+	return rel(r.Next, now)
+}
+
+func cmdRecurring(e *env) error {
+	q, err := e.queue()
+	if err != nil {
+		return err
+	}
+	// Redis TIME before the registrations: a next occurrence before it is
+	// behind for sure (the list reads its own TIME, later).
+	now, err := e.c.Time(e.ctx).Result()
+	if err != nil {
+		return err
+	}
+	regs, err := q.Registrations(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		out := struct {
+			Now           time.Time          `json:"now"`
+			Registrations []registrationJSON `json:"registrations"`
+		}{now, []registrationJSON{}}
+		for _, r := range regs {
+			j := registrationJSON{Name: r.Name, Spec: r.Spec, CatchUp: r.CatchUp, Version: r.Version, Created: r.Created,
+				Updated: r.Updated, Enqueued: r.Enqueued, EnqueuedID: r.EnqueuedID, Last: r.Last, Next: r.Next,
+				Ended: r.Ended, Behind: behind(r, now), PayloadSize: r.PayloadSize}
+			if r.SpecErr != nil {
+				j.SpecError = r.SpecErr.Error()
+			}
+			out.Registrations = append(out.Registrations, j)
+		}
+		return writeJSON(e.stdout, out)
+	}
+	if len(regs) == 0 {
+		e.printf("no recurring registrations in queue %s (dqctl register adds one)\n", quote(q.Name()))
+		return nil
+	}
+	rows := [][]string{{"NAME", "SCHEDULE", "NEXT", "LAST", "CATCHUP", "VERSION", "PAYLOAD", "UPDATED"}}
+	late := 0
+	for _, r := range regs {
+		last := "-"
+		if !r.Last.IsZero() {
+			last = rel(r.Last, now)
+		}
+		if behind(r, now) {
+			late++
+		}
+		rows = append(rows, []string{cell(r.Name), cell(r.Spec), nextCell(r, now), last, strconv.Itoa(r.CatchUp),
+			strconv.FormatInt(r.Version, 10), strconv.FormatInt(r.PayloadSize, 10), rel(r.Updated, now)})
+	}
+	if err := writeTable(e.stdout, rows); err != nil {
+		return err
+	}
+	e.printf("%s in queue %s", plural(int64(len(regs)), "registration"), quote(q.Name()))
+	if late > 0 {
+		e.printf("; %d behind: no process keeps them (a Worker, or Queue.KeepRecurring, on the queue enqueues each next occurrence)", late)
+	}
+	e.printf("\n")
+	return nil
+}
+
+// regPayload is register's payload: -payload, -payload-file or none.
+func regPayload(e *env) ([]byte, error) {
+	r := &e.reg
+	switch {
+	case r.payload.set && r.payloadFile.set:
+		return nil, usageErr("give -payload or -payload-file, not both")
+	case r.payload.set:
+		return []byte(r.payload.val), nil
+	case !r.payloadFile.set:
+		return nil, nil
+	case r.payloadFile.val == "-":
+		return io.ReadAll(e.stdin)
+	}
+	b, err := os.ReadFile(r.payloadFile.val)
+	if err != nil {
+		return nil, usageErr("-payload-file: %v", err)
+	}
+	return b, nil
+}
+
+func cmdRegister(e *env) error {
+	name, text := e.args[1], e.args[2]
+	if err := checkRegName(name); err != nil {
+		return err
+	}
+	sched, err := redisq.ParseSchedule(text)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	r := &e.reg
+	if r.catchUp < 0 || r.catchUp > redisq.MaxCatchUp {
+		return usageErr("-catch-up must be in 0..%d", redisq.MaxCatchUp)
+	}
+	if r.version < 0 || r.version > maxRegVersion {
+		return usageErr("-version must be in 0..%d", int64(maxRegVersion))
+	}
+	opts := []redisq.RegisterOption{redisq.CatchUp(r.catchUp), redisq.RegistrationVersion(r.version)}
+	if r.firstAt != "" {
+		t, err := time.Parse(time.RFC3339, r.firstAt)
+		if err != nil {
+			return usageErr("-first-at %s is not an RFC 3339 time (2026-12-01T09:00:00Z): %v", quote(r.firstAt), err)
+		}
+		opts = append(opts, redisq.FirstAt(t))
+	}
+	payload, err := regPayload(e)
+	if err != nil {
+		return err
+	}
+	q, err := registerQueue(e)
+	if err != nil {
+		return err
+	}
+	out, err := q.Register(e.ctx, name, sched, payload, opts...)
+	if errors.Is(err, redisq.ErrNoOccurrence) {
+		return usageErr("schedule %s has no occurrence after now; nothing changed", quote(text))
+	}
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("registration %s of queue %s", quote(name), quote(q.Name()))
+	// What is stored now, for the next occurrence (or the version that
+	// made it stale).
+	now, err := e.c.Time(e.ctx).Result()
+	var g redisq.Registration
+	if err == nil {
+		g, err = q.Registration(e.ctx, name)
+	}
+	read := err == nil
+	switch out {
+	case redisq.RegistrationStale:
+		v := "a higher version"
+		if read {
+			v = fmt.Sprintf("version %d", g.Version)
+		}
+		least := r.version + 1
+		if read {
+			least = g.Version // among equal versions the last Register wins
+		}
+		return notFound("%s has %s stored, over -version %d; nothing changed (give -version %d or more to replace it)",
+			what, v, r.version, least)
+	case redisq.RegistrationUnchanged:
+		e.printf("%s already has this schedule, payload and catch-up; nothing changed\n", what)
+		return nil
+	}
+	verb := "created"
+	if out == redisq.RegistrationUpdated {
+		verb = "updated"
+	}
+	spec, _ := redisq.ScheduleText(sched) // it parsed: it has a text
+	e.printf("%s %s: %s", verb, what, clean(spec))
+	if read && g.EnqueuedID != "" {
+		e.printf("; enqueued %s, due %s (%s)", quote(g.EnqueuedID), rel(g.Enqueued, now), stamp(g.Enqueued))
+	}
+	e.printf("\n%s\n", keeperNote)
+	return nil
+}
+
+// registerQueue opens register's queue: one that exists, or, with
+// -create, a queue with no data yet (its workers may be running with
+// nothing enqueued), which it adds to the registry as redisq.New does.
+// Without -create a queue name that does not exist is most likely a
+// typo: not found, nothing changed.
+func registerQueue(e *env) (*redisq.Queue, error) {
+	q, err := e.queue()
+	var ee *exitErr
+	switch {
+	case !errors.As(err, &ee) || ee.code != exitNotFound:
+		return q, err
+	case !e.reg.create:
+		return nil, notFound("%s; -create registers in a queue with no data yet", ee.msg)
+	}
+	return redisq.New(e.ctx, e.c, e.args[0], redisq.WithEvictionCheck(redisq.EvictionIgnore))
+}
+
+func cmdUnregister(e *env) error {
+	name := e.args[1]
+	if err := checkRegName(name); err != nil {
+		return err
+	}
+	q, err := e.queue()
+	if err != nil {
+		return err
+	}
+	missing := func() error {
+		return notFound("no registration %s in queue %s; nothing changed (dqctl recurring lists them)", quote(name), quote(q.Name()))
+	}
+	g, err := q.Registration(e.ctx, name)
+	if errors.Is(err, redisq.ErrNotFound) {
+		return missing()
+	}
+	if err != nil {
+		return err
+	}
+	prompt := fmt.Sprintf("unregister %s (%s) of queue %s? No occurrence of it is enqueued any more; its last one, if still scheduled, is cancelled. [y/N] ",
+		quote(name), clean(g.Spec), quote(q.Name()))
+	if err := e.confirm(prompt, "y"); err != nil {
+		return err
+	}
+	cancelled, err := q.Unregister(e.ctx, name)
+	if errors.Is(err, redisq.ErrNotFound) {
+		return missing()
+	}
+	if err != nil {
+		return err
+	}
+	if cancelled {
+		e.printf("unregistered %s of queue %s; cancelled its scheduled occurrence (the last one enqueued)\n", quote(name), quote(q.Name()))
+	} else {
+		e.printf("unregistered %s of queue %s; no occurrence of it was scheduled (one taken runs to its end)\n", quote(name), quote(q.Name()))
+	}
+	return nil
+}

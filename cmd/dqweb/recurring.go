@@ -1,0 +1,148 @@
+package dqweb
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/dq-go/delayqueue/redisq"
+)
+
+// The queue page's Recurring tab lists the queue's recurring registrations
+// (redisq Queue.Register), a page of PageSize at a time, sorted by name:
+// schedule, next occurrence (marked when it is in the past: no process
+// keeps the registration), last occurrence, catch-up bound, version and
+// payload size, each name linking to the item of its occurrence enqueued
+// last while that item is in the queue, with an Unregister action (op
+// "unregister", the name in the form field reg, or regx hex-encoded).
+//
+// Every view of the queue page reads the registrations (Queue.Registrations:
+// one script per 100 registrations, without payloads), for the tab's
+// count, and the tab is shown only when there are some. The tab itself
+// also looks up the item of each registration on its page (at most
+// PageSize GetPrefix calls, no payload read). A failure to read them is
+// the tab's count "?" on the other tabs, whose pages are still shown, and
+// the error page on the Recurring tab.
+
+// recurringTab is the value of the state parameter of the Recurring tab.
+const recurringTab = "recurring"
+
+// behindNote is the tooltip of a next occurrence in the past.
+const behindNote = "no process keeps it: a Worker (or Queue.KeepRecurring) enqueues each next occurrence a period ahead, and none has run since this one came"
+
+// recurringURL is the queue's Recurring tab.
+func (h *handler) recurringURL(name string) string {
+	u := h.queueURL(name)
+	if u != "" {
+		u += "&state=" + recurringTab
+	}
+	return u
+}
+
+// regRow is a registration as the Recurring tab shows it.
+type regRow struct {
+	NameShown, Spec string
+	SpecErr         string // why this process cannot compute its occurrences
+	Long            bool   // the name may wrap
+	Next, Last      when
+	Behind, Ended   bool
+	CatchUp         int
+	Version         int64
+	PayloadSize     int64
+	// ItemURL is the page of the item of the occurrence enqueued last, ""
+	// when it is no longer in the queue; ItemShown its id, ItemState its
+	// state.
+	ItemURL, ItemShown, ItemState string
+	Unregister                    actionForm // no Op in read-only mode
+}
+
+// behindRegs counts the registrations whose next occurrence is before
+// now (Redis TIME read before them): no process keeps them.
+func behindRegs(regs []redisq.Registration, now time.Time) int {
+	n := 0
+	for _, g := range regs {
+		if isBehind(g, now) {
+			n++
+		}
+	}
+	return n
+}
+
+func isBehind(g redisq.Registration, now time.Time) bool {
+	return !g.Ended && !g.Next.IsZero() && g.Next.Before(now)
+}
+
+// recurringTabLink is the Recurring tab's link, or false when the queue
+// has no registrations (and the tab is not the one shown). A failure to
+// read them shows the tab with its count unknown, saying why.
+func (h *handler) recurringTabLink(name string, regs []redisq.Registration, err error, now time.Time, current bool) (tabLink, bool) {
+	t := tabLink{Label: "Recurring", State: recurringTab, URL: h.recurringURL(name), Count: int64(len(regs)), Current: current}
+	if err != nil {
+		_, msg := h.redisStatus(err)
+		t.Err = message("the recurring registrations cannot be read: " + msg)
+		return t, true
+	}
+	if n := behindRegs(regs, now); n > 0 {
+		t.Alert = true
+		them := "them"
+		if n == 1 {
+			them = "it"
+		}
+		t.Title = fmt.Sprintf("%s behind: no process keeps %s", count(int64(n), "registration"), them)
+	}
+	return t, len(regs) > 0 || current
+}
+
+// recurringList fills in the Recurring tab: one page of the registrations,
+// each with the item of its occurrence enqueued last when it is still in
+// the queue.
+func (h *handler) recurringList(ctx context.Context, r *http.Request, q *redisq.Queue, regs []redisq.Registration, d *queueData) error {
+	total := int64(len(regs))
+	off := offset(r, "offset")
+	page := regs[min(off, total):min(off+PageSize, total)]
+	for _, g := range page {
+		row := regRow{NameShown: shown(g.Name), Spec: shown(g.Spec), Last: at(g.Last, d.Now), Next: at(g.Next, d.Now),
+			Behind: isBehind(g, d.Now), Ended: g.Ended, CatchUp: g.CatchUp, Version: g.Version, PayloadSize: g.PayloadSize}
+		row.Long = len(row.NameShown) > longID
+		if g.SpecErr != nil && g.Next.IsZero() {
+			row.SpecErr = message(g.SpecErr.Error())
+		}
+		if g.EnqueuedID != "" {
+			it, err := q.GetPrefix(ctx, g.EnqueuedID, 0) // no payload read
+			switch {
+			case err == nil:
+				row.ItemURL, row.ItemShown, row.ItemState = h.itemURL(d.Name, it.ID), quoted(it.ID), it.State.String()
+			case !errors.Is(err, redisq.ErrNotFound):
+				return err
+			}
+		}
+		if !h.opt.ReadOnly {
+			a := action{Op: "unregister", Queue: d.Name, Reg: g.Name}
+			row.Unregister = actionForm{Prefix: h.opt.Prefix, CSRF: d.CSRF, Op: a.Op, QueueX: d.QueueX,
+				RegX: hex.EncodeToString([]byte(g.Name)), Label: ops[a.Op].label, Confirm: a.question(), Danger: true}
+		}
+		d.Regs = append(d.Regs, row)
+	}
+	d.Behind = behindRegs(regs, d.Now)
+	d.Pager = h.pager(r, "offset", off, int64(len(page)), total, PageSize)
+	return nil
+}
+
+// doUnregister runs an unregister action and reports it.
+func (h *handler) doUnregister(ctx context.Context, q *redisq.Queue, a action) (int, string) {
+	reg, qn := quoted(a.Reg), quoted(a.Queue)
+	cancelled, err := q.Unregister(ctx, a.Reg)
+	switch {
+	case errors.Is(err, redisq.ErrNotFound):
+		return http.StatusNotFound, fmt.Sprintf("No registration %s in queue %s; nothing changed.", reg, qn)
+	case err != nil:
+		status, msg := h.redisStatus(err)
+		return status, "Failed: " + msg
+	case cancelled:
+		return http.StatusOK, fmt.Sprintf("Unregistered %s of queue %s; its scheduled occurrence was cancelled.", reg, qn)
+	}
+	return http.StatusOK, fmt.Sprintf("Unregistered %s of queue %s; no occurrence of it was scheduled (one taken runs to its end).", reg, qn)
+}
