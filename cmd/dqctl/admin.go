@@ -17,12 +17,13 @@ func cmdDead(e *env, requeue bool) error {
 	if e.all == (len(e.args) > 1) {
 		return usageErr("give item ids or -all, not both or neither")
 	}
-	q, err := e.queue()
+	t, err := e.target(e.args[0])
 	if err != nil {
 		return err
 	}
+	defer t.close()
 	if e.all {
-		st, err := q.Stats(e.ctx)
+		st, err := t.Stats(e.ctx)
 		if err != nil {
 			return err
 		}
@@ -30,19 +31,19 @@ func cmdDead(e *env, requeue bool) error {
 		if st.Dead == 1 {
 			all = "the "
 		}
-		if err := e.confirm(fmt.Sprintf("%s %s%s of queue %s? [y/N] ", verb, all, plural(st.Dead, "dead item"), quote(q.Name())), "y"); err != nil {
+		if err := e.confirm(fmt.Sprintf("%s %s%s of %s? [y/N] ", verb, all, plural(st.Dead, "dead item"), t.label()), "y"); err != nil {
 			return err
 		}
 		var n int64
 		if requeue {
-			n, err = q.RequeueAllDead(e.ctx)
+			n, err = t.RequeueAllDead(e.ctx)
 		} else {
-			n, err = q.DeleteAllDead(e.ctx)
+			n, err = t.DeleteAllDead(e.ctx)
 		}
-		e.printf("%s %s of queue %s\n", done, plural(n, "dead item"), quote(q.Name()))
+		e.printf("%s %s of %s\n", done, plural(n, "dead item"), t.label())
 		return partial(e, err, "dead items")
 	}
-	return eachID(e, q, func(id string) error {
+	return eachID(e, t, func(q *redisq.Queue, id, in string) error {
 		var err error
 		if requeue {
 			err = q.RequeueDead(e.ctx, id)
@@ -50,7 +51,7 @@ func cmdDead(e *env, requeue bool) error {
 			err = q.DeleteDead(e.ctx, id)
 		}
 		if err == nil {
-			e.printf("%s %s\n", done, quote(id))
+			e.printf("%s %s%s\n", done, quote(id), in)
 		}
 		return err
 	})
@@ -68,25 +69,37 @@ func partial(e *env, err error, rest string) error {
 // errMarked: the in-flight item was marked by an earlier delete.
 var errMarked = errors.New("already marked")
 
-// eachID runs f for every id argument and reports each failure. Its exit
-// code is 3 when every failure was an unknown id or an item in the wrong
-// state, else 1.
-func eachID(e *env, q *redisq.Queue, f func(id string) error) error {
+// eachID runs f for every id argument, on the queue that holds it: the
+// queue, or the partition of a partitioned queue that holds the id (see
+// locate), in is then " in PARTITION" for the message. It reports each
+// failure. Its exit code is 3 when every failure was an unknown id or an
+// item in the wrong state, else 1.
+func eachID(e *env, t *target, f func(q *redisq.Queue, id, in string) error) error {
 	failed, code := 0, exitNotFound
 	for _, id := range e.args[1:] {
-		err := f(id)
+		q, in := t.q, ""
+		var err error
+		if t.p != nil {
+			var i int
+			if i, err = locate(e.ctx, t.p, id); err == nil {
+				q, in = t.p.Partition(i), " in partition "+partitionName(t.p, i)
+			}
+		}
+		if err == nil {
+			err = f(q, id, in)
+		}
 		switch {
 		case err == nil:
 			continue
 		case errors.Is(err, redisq.ErrNotFound):
-			err = fmt.Errorf("no item %s in queue %s", quote(id), quote(q.Name()))
+			err = fmt.Errorf("no item %s in queue %s", quote(id), quote(t.Name()))
 		case errors.Is(err, redisq.ErrNotDead):
 			err = fmt.Errorf("item %s is not dead; nothing changed", quote(id))
 		case errors.Is(err, errMarked):
 			err = fmt.Errorf("item %s is in flight and already marked: deleted when its consumer settles it; nothing changed", quote(id))
 		case e.ctx.Err() != nil:
 			return err
-		default:
+		default: // a Redis error, or an id in several partitions
 			code = exitError
 		}
 		failed++
@@ -99,11 +112,12 @@ func eachID(e *env, q *redisq.Queue, f func(id string) error) error {
 }
 
 func cmdDelete(e *env) error {
-	q, err := e.queue()
+	t, err := e.target(e.args[0])
 	if err != nil {
 		return err
 	}
-	return eachID(e, q, func(id string) error {
+	defer t.close()
+	return eachID(e, t, func(q *redisq.Queue, id, in string) error {
 		// An in-flight item marked before stays marked: say so, rather
 		// than "marked" again. (GetPrefix with 0 reads no payload.)
 		if it, err := q.GetPrefix(e.ctx, id, 0); err != nil {
@@ -116,9 +130,9 @@ func cmdDelete(e *env) error {
 		case err != nil:
 			return err
 		case out == redisq.CancelMarked:
-			e.printf("marked %s: in flight; deleted when its consumer settles it, never retried\n", quote(id))
+			e.printf("marked %s%s: in flight; deleted when its consumer settles it, never retried\n", quote(id), in)
 		default:
-			e.printf("deleted %s\n", quote(id))
+			e.printf("deleted %s%s\n", quote(id), in)
 		}
 		return nil
 	})
@@ -129,76 +143,93 @@ func cmdPurge(e *env) error {
 	if err != nil {
 		return err
 	}
-	q, err := e.queue()
+	t, err := e.target(e.args[0])
 	if err != nil {
 		return err
 	}
-	p, err := q.List(e.ctx, state, redisq.ListOptions{Limit: 1})
+	defer t.close()
+	st, err := t.Stats(e.ctx)
 	if err != nil {
 		return err
 	}
-	if err := e.confirm(fmt.Sprintf("purge %s of queue %s? [y/N] ", plural(p.Total, state.String()+" item"), quote(q.Name())), "y"); err != nil {
+	n := map[redisq.State]int64{redisq.StateScheduled: st.Scheduled, redisq.StateInFlight: st.InFlight, redisq.StateDead: st.Dead}[state]
+	if err := e.confirm(fmt.Sprintf("purge %s of %s? [y/N] ", plural(n, state.String()+" item"), t.label()), "y"); err != nil {
 		return err
 	}
-	n, err := q.Purge(e.ctx, state)
+	n, err = t.Purge(e.ctx, state)
 	what := "deleted"
 	if state == redisq.StateInFlight {
 		what = "marked"
 	}
-	e.printf("purged queue %s: %s %s\n", quote(q.Name()), what, plural(n, state.String()+" item"))
+	e.printf("purged %s: %s %s\n", t.label(), what, plural(n, state.String()+" item"))
 	return partial(e, err, state.String()+" items")
 }
 
-// cmdPause pauses (or resumes) the queue's deliveries.
+// cmdPause pauses (or resumes) the queue's deliveries: a partitioned
+// queue's on every partition. A partitioned queue is paused when every
+// partition is, and running when none is; pause and resume act on one
+// paused in part.
 func cmdPause(e *env, pause bool) error {
-	q, err := e.queue()
+	t, err := e.target(e.args[0])
 	if err != nil {
 		return err
 	}
-	paused, err := q.Paused(e.ctx)
+	defer t.close()
+	all, err := t.Paused(e.ctx)
 	if err != nil {
 		return err
+	}
+	some := all
+	if t.p != nil && !all {
+		for i := range t.p.NumPartitions() {
+			b, err := t.p.Partition(i).Paused(e.ctx)
+			if err != nil {
+				return err
+			}
+			some = some || b
+		}
 	}
 	switch {
-	case pause && paused:
-		e.printf("queue %s is already paused; nothing changed\n", quote(q.Name()))
-	case !pause && !paused:
-		e.printf("queue %s is not paused; nothing changed\n", quote(q.Name()))
+	case pause && all:
+		e.printf("%s is already paused; nothing changed\n", t.label())
+	case !pause && !some:
+		e.printf("%s is not paused; nothing changed\n", t.label())
 	case pause:
-		if err := q.Pause(e.ctx); err != nil {
+		if err := t.Pause(e.ctx); err != nil {
 			return err
 		}
-		e.printf("paused queue %s: consumers take nothing until dqctl resume; enqueues, acks and admin commands go on\n", quote(q.Name()))
+		e.printf("paused %s: consumers take nothing until dqctl resume; enqueues, acks and admin commands go on\n", t.label())
 	default:
-		if err := q.Resume(e.ctx); err != nil {
+		if err := t.Resume(e.ctx); err != nil {
 			return err
 		}
-		e.printf("resumed queue %s: consumers take due items again\n", quote(q.Name()))
+		e.printf("resumed %s: consumers take due items again\n", t.label())
 	}
 	return nil
 }
 
 func cmdDestroy(e *env) error {
-	q, err := e.queue()
+	t, err := e.target(e.args[0])
 	if err != nil {
 		return err
 	}
-	st, err := q.Stats(e.ctx)
+	defer t.close()
+	st, err := t.Stats(e.ctx)
 	if err != nil {
 		return err
 	}
-	prompt := fmt.Sprintf("destroy queue %s on %s (%d scheduled, %d in flight, %d dead, all counters)?\ntype the queue name to confirm: ",
-		quote(q.Name()), e.conn.where(), st.Scheduled, st.InFlight, st.Dead)
-	if err := e.confirm(prompt, q.Name()); err != nil {
+	prompt := fmt.Sprintf("destroy %s on %s (%d scheduled, %d in flight, %d dead, all counters)?\ntype the queue name to confirm: ",
+		t.label(), e.conn.where(), st.Scheduled, st.InFlight, st.Dead)
+	if err := e.confirm(prompt, t.Name()); err != nil {
 		return err
 	}
-	n, err := q.Destroy(e.ctx)
+	n, err := t.Destroy(e.ctx)
 	if errors.Is(err, redisq.ErrNoQueue) {
-		return notFound("queue %s is already gone; nothing changed", quote(q.Name()))
+		return notFound("%s is already gone; nothing changed", t.label())
 	}
 	if err != nil {
 		return err
 	}
-	e.printf("destroyed queue %s: %s deleted\n", quote(q.Name()), plural(n, "key"))
+	e.printf("destroyed %s: %s deleted\n", t.label(), plural(n, "key"))
 	return nil
 }

@@ -140,17 +140,19 @@ type env struct {
 	stderr    io.Writer
 
 	// Command flags.
-	json     bool
-	yes      bool
-	all      bool
-	full     bool // show everything, not what fits the terminal
-	scan     bool // queues: SCAN for every queue, registered or not
-	page     redisq.ListOptions
-	listen   string
-	interval time.Duration
-	window   time.Duration
-	count    int
-	reg      registerOpts // register's flags
+	json       bool
+	yes        bool
+	all        bool
+	full       bool // show everything, not what fits the terminal
+	scan       bool // queues: SCAN for every queue, registered or not
+	partitions bool // queues: list the partitions of partitioned queues
+	page       redisq.ListOptions
+	cursor     string // list: a partitioned queue's page, "a,b,c"
+	listen     string
+	interval   time.Duration
+	window     time.Duration
+	count      int
+	reg        registerOpts // register's flags
 
 	// serve's and serve-metrics' flags.
 	readOnly   bool
@@ -175,16 +177,21 @@ func (e *env) restartTimeout() {
 	e.ctx, e.cancel = context.WithTimeout(e.base, e.conn.timeout)
 }
 
-// queue opens the queue named by args[0] and checks that it exists.
+// queue opens the ordinary queue named by args[0] and checks that it
+// exists (commands that also take a partitioned queue use target).
 func (e *env) queue() (*redisq.Queue, error) { return e.open(e.args[0]) }
 
-// open opens the queue name and checks that it exists.
+// open opens the ordinary queue name and checks that it exists; a
+// partitioned name gets an error that names its partitions.
 func (e *env) open(name string) (*redisq.Queue, error) {
-	if name == "" || strings.ContainsAny(name, "{}") {
-		return nil, usageErr("bad queue name %s: names are non-empty and hold no '{' or '}'", quote(name))
+	if err := checkName(name); err != nil {
+		return nil, err
 	}
 	q, err := redisq.New(e.ctx, e.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
 	if err != nil {
+		if perr := e.partitionedErr(name); perr != nil {
+			return nil, perr
+		}
 		return nil, err
 	}
 	ok, err := q.Exists(e.ctx)

@@ -21,7 +21,9 @@ func metricsFlags(fs *flag.FlagSet, e *env) {
 
 // cmdServeMetrics serves the metrics of the queues named, or of every queue
 // on the server: their stats (dqprom.RedisCollector) and their recurring
-// registrations (dqprom.RecurringCollector). -timeout bounds the Redis work
+// registrations (dqprom.RecurringCollector). A partitioned queue named is
+// served as its partitions (the server-wide collector adds
+// redisq_partition_info, to sum them by partitioned queue). -timeout bounds the Redis work
 // of each collector's scrape; concurrent scrapes share one reading of the
 // stats. Like the dashboard, it answers only to IP addresses, localhost,
 // the -listen host and -allow-host: a page that DNS rebinding made
@@ -39,11 +41,18 @@ func cmdServeMetrics(e *env) error {
 	} else {
 		var qs []*redisq.Queue
 		for _, name := range e.args {
-			q, err := e.open(name)
+			t, err := e.target(name)
 			if err != nil {
 				return err
 			}
-			qs = append(qs, q)
+			if t.p == nil {
+				qs = append(qs, t.q)
+				continue
+			}
+			defer t.close()
+			for i := range t.p.NumPartitions() {
+				qs = append(qs, t.p.Partition(i))
+			}
 		}
 		col = dqprom.NewRedisCollectorWithOptions(qs, opts...)
 		rec = dqprom.NewRecurringCollectorWithOptions(qs, opts...)

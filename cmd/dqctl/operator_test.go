@@ -210,11 +210,11 @@ func TestMessagesSayWhatHappened(t *testing.T) {
 	}
 
 	r = dqctl(t, "", "help")
-	r.want(t, exitOK, "  show [-full] [-json] QUEUE ID\n", "  list [-full] [-json] [-limit n] [-offset n] [-payloads] [-reverse] QUEUE STATE\n",
-		"  pause QUEUE\n", "  queues [-json] [-scan]\n", "  serve-metrics [-allow-host name] [-listen host:port] [-scan-keys n] [QUEUE...]\n")
-	dqctl(t, "", "help", "list").want(t, exitOK, "Usage: dqctl list [-full] [-json]", "-offset n", "items per page")
+	r.want(t, exitOK, "  show [-full] [-json] QUEUE ID\n", "  list [-cursor cursor] [-full] [-json] [-limit n] [-offset n] [-payloads]\n        [-reverse] QUEUE STATE\n",
+		"  pause QUEUE\n", "  queues [-json] [-partitions] [-scan]\n", "  serve-metrics [-allow-host name] [-listen host:port] [-scan-keys n] [QUEUE...]\n")
+	dqctl(t, "", "help", "list").want(t, exitOK, "Usage: dqctl list [-cursor cursor] [-full] [-json]", "-offset n", "items per page")
 	dqctl(t, "", "help", "nosuch").want(t, exitUsage, `unknown command "nosuch"`)
-	dqctl(t, "", "list", "-h").want(t, exitOK, "Usage: dqctl list [-full] [-json]")
+	dqctl(t, "", "list", "-h").want(t, exitOK, "Usage: dqctl list [-cursor cursor] [-full] [-json]")
 }
 
 // TestStatsJSONBuckets: the lateness buckets of stats -json say what they

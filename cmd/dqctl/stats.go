@@ -11,19 +11,67 @@ import (
 )
 
 func cmdStats(e *env) error {
-	q, err := e.queue()
+	t, err := e.target(e.args[0])
 	if err != nil {
 		return err
 	}
-	st, err := q.Stats(e.ctx)
+	defer t.close()
+	if t.p != nil {
+		return statsPartitioned(e, t.p)
+	}
+	st, err := t.Stats(e.ctx)
 	if err != nil {
 		return err
 	}
 	if e.json {
-		return writeJSON(e.stdout, statsJSON(q.Name(), st))
+		return writeJSON(e.stdout, statsJSON(t.Name(), st))
 	}
-	printStats(e.stdout, q.Name(), e.conn.where(), st, nil)
+	printStats(e.stdout, t.label(), e.conn.where(), st, nil)
 	return nil
+}
+
+// statsPartitioned prints the stats of a partitioned queue: the sums of
+// its partitions' (Partitioned.Stats), then a line per partition.
+func statsPartitioned(e *env, p *redisq.Partitioned) error {
+	ss, err := p.PartitionStats(e.ctx)
+	if err != nil {
+		return err
+	}
+	st := redisq.SumStats(ss)
+	if e.json {
+		out := statsJSON(p.Name(), st)
+		out.Partitions = []statsOut{}
+		for i, s := range ss {
+			j := statsJSON(p.Partition(i).Name(), s)
+			j.Partition = &i
+			out.Partitions = append(out.Partitions, j)
+		}
+		return writeJSON(e.stdout, out)
+	}
+	t := &target{admin: p, p: p}
+	printStats(e.stdout, t.label(), e.conn.where(), st, nil)
+	paused := 0
+	for _, s := range ss {
+		if s.Paused {
+			paused++
+		}
+	}
+	if paused > 0 && !st.Paused {
+		fmt.Fprintf(e.stdout, "  PAUSED: %d of %s deliver nothing until resumed (dqctl resume)\n", paused, plural(int64(len(ss)), "partition"))
+	}
+	rows := [][]string{{"  #", "PARTITION", "SCHEDULED", "DUE", "INFLIGHT", "DEAD", "ENQUEUED", "DELIVERED", "ACKED"}}
+	if paused > 0 {
+		rows[0] = append(rows[0], "PAUSED")
+	}
+	for i, s := range ss {
+		r := []string{fmt.Sprintf("  %d", i), cell(p.Partition(i).Name()), fmt.Sprint(s.Scheduled), fmt.Sprint(s.DueBacklog), fmt.Sprint(s.InFlight),
+			fmt.Sprint(s.Dead), fmt.Sprint(s.Enqueued), fmt.Sprint(s.Delivered), fmt.Sprint(s.Acked)}
+		if paused > 0 {
+			r = append(r, map[bool]string{true: "paused"}[s.Paused])
+		}
+		rows = append(rows, r)
+	}
+	return writeTable(e.stdout, rows)
 }
 
 // latenessBucket is one bucket of the lateness histogram in stats -json:
@@ -37,8 +85,32 @@ type latenessBucket struct {
 	CumulativeCount int64    `json:"cumulative_count"`
 }
 
-// statsJSON is Stats for -json: fixed keys, durations in seconds.
-func statsJSON(name string, st redisq.Stats) any {
+// statsOut is Stats for -json: fixed keys, durations in seconds; a
+// partitioned queue's has the sums, and each partition's in Partitions
+// (with its number in Partition).
+type statsOut struct {
+	Queue                string               `json:"queue"`
+	Partition            *int                 `json:"partition,omitempty"`
+	Now                  time.Time            `json:"now"`
+	Paused               bool                 `json:"paused"`
+	Scheduled            int64                `json:"scheduled"`
+	Due                  int64                `json:"due"`
+	OldestOverdueSeconds float64              `json:"oldest_overdue_seconds"`
+	InFlight             int64                `json:"inflight"`
+	Dead                 int64                `json:"dead"`
+	Counters             redisq.StatsCounters `json:"counters"`
+	Lateness             latenessJSON         `json:"lateness"`
+	Partitions           []statsOut           `json:"partitions,omitempty"`
+}
+
+type latenessJSON struct {
+	Count   int64            `json:"count"`
+	Sum     float64          `json:"sum_seconds"`
+	Buckets []latenessBucket `json:"buckets"`
+}
+
+// statsJSON is Stats for -json.
+func statsJSON(name string, st redisq.Stats) statsOut {
 	var buckets []latenessBucket
 	var cum int64
 	for i, c := range st.Lateness.Counts {
@@ -51,36 +123,22 @@ func statsJSON(name string, st redisq.Stats) any {
 		b.CumulativeCount = cum
 		buckets = append(buckets, b)
 	}
-	return struct {
-		Queue                string               `json:"queue"`
-		Now                  time.Time            `json:"now"`
-		Paused               bool                 `json:"paused"`
-		Scheduled            int64                `json:"scheduled"`
-		Due                  int64                `json:"due"`
-		OldestOverdueSeconds float64              `json:"oldest_overdue_seconds"`
-		InFlight             int64                `json:"inflight"`
-		Dead                 int64                `json:"dead"`
-		Counters             redisq.StatsCounters `json:"counters"`
-		Lateness             any                  `json:"lateness"`
-	}{name, st.Now, st.Paused, st.Scheduled, st.DueBacklog, st.OldestOverdue.Seconds(), st.InFlight, st.Dead, st.StatsCounters,
-		struct {
-			Count   int64            `json:"count"`
-			Sum     float64          `json:"sum_seconds"`
-			Buckets []latenessBucket `json:"buckets"`
-		}{st.Lateness.Count(), st.Lateness.Sum.Seconds(), buckets}}
+	return statsOut{Queue: name, Now: st.Now, Paused: st.Paused, Scheduled: st.Scheduled, Due: st.DueBacklog,
+		OldestOverdueSeconds: st.OldestOverdue.Seconds(), InFlight: st.InFlight, Dead: st.Dead, Counters: st.StatsCounters,
+		Lateness: latenessJSON{st.Lateness.Count(), st.Lateness.Sum.Seconds(), buckets}}
 }
 
 // statsWidth is the width stats and watch lines are wrapped to: a
 // default terminal's.
 const statsWidth = 80
 
-// printStats prints a queue's stats in lines of at most statsWidth
-// columns (unless one figure is longer); with prev (the previous refresh
-// of watch) it adds rates.
-func printStats(w io.Writer, name, where string, st redisq.Stats, prev *redisq.Stats) {
-	head := fmt.Sprintf("queue %s on %s at %s (Redis TIME)", quote(name), where, stamp(st.Now))
+// printStats prints the stats of the queue label (`queue "emails"`, see
+// target.label) in lines of at most statsWidth columns (unless one figure
+// is longer); with prev (the previous refresh of watch) it adds rates.
+func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.Stats) {
+	head := fmt.Sprintf("%s on %s at %s (Redis TIME)", label, where, stamp(st.Now))
 	if utf8.RuneCountInString(head) > statsWidth {
-		head = fmt.Sprintf("queue %s on %s\n  at %s (Redis TIME)", quote(name), where, stamp(st.Now))
+		head = fmt.Sprintf("%s on %s\n  at %s (Redis TIME)", label, where, stamp(st.Now))
 	}
 	fmt.Fprintln(w, head)
 	if st.Paused {

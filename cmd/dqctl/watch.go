@@ -28,10 +28,11 @@ func cmdWatch(e *env) error {
 	if e.interval < 10*time.Millisecond || e.window < chartBars*time.Millisecond || e.count < 0 {
 		return usageErr("need -interval >= 10ms, -window >= 10ms, -n >= 0")
 	}
-	q, err := e.queue()
+	t, err := e.target(e.args[0])
 	if err != nil {
 		return err
 	}
+	defer t.close()
 	tty := isTerminal(e.stdout)
 	var prev *redisq.Stats
 	tick := time.NewTicker(e.interval)
@@ -44,7 +45,7 @@ func cmdWatch(e *env) error {
 			case <-tick.C:
 			}
 		}
-		st, h, err := readWatch(e, q)
+		st, h, err := readWatch(e, t)
 		if err != nil {
 			return err
 		}
@@ -52,7 +53,7 @@ func cmdWatch(e *env) error {
 		if tty {
 			b.WriteString("\x1b[H\x1b[2J") // home, clear: our own escapes only
 		}
-		printStats(&b, q.Name(), e.conn.where(), st, prev)
+		printStats(&b, t.label(), e.conn.where(), st, prev)
 		printChart(&b, h)
 		if !tty {
 			b.WriteString("\n")
@@ -65,7 +66,7 @@ func cmdWatch(e *env) error {
 	return nil
 }
 
-func readWatch(e *env, q *redisq.Queue) (redisq.Stats, redisq.DueHistogram, error) {
+func readWatch(e *env, q admin) (redisq.Stats, redisq.DueHistogram, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, e.conn.timeout)
 	defer cancel()
 	st, err := q.Stats(ctx)
