@@ -105,11 +105,14 @@ func TestEnqueueManyLargeBatch(t *testing.T) {
 func TestAckManyPerMessage(t *testing.T) {
 	s := startRedis(t)
 	c := s.client(t)
-	q := newQueue(t, c, "ackmany", WithVisibilityTimeout(200*time.Millisecond))
+	// A lease long enough that ms[0] and ms[1] are extended before it ends
+	// on a busy machine.
+	q := newQueue(t, c, "ackmany", WithVisibilityTimeout(2*time.Second))
 	ctx := context.Background()
 	for i := range 3 {
-		_, err := q.EnqueueAfter(ctx, fmt.Sprint(i), nil, 0)
-		require.NoError(t, err)
+		// Due in the past, so that one TakeBatch finds all three (due
+		// "after 0" is the next whole ms of Redis TIME, which may differ).
+		require.NoError(t, q.Enqueue(ctx, fmt.Sprint(i), nil, time.Unix(1, 0)))
 	}
 	ms, err := q.TakeBatch(ctx, 3)
 	require.NoError(t, err)
@@ -192,8 +195,8 @@ func TestRegressionAckManyForeignMessages(t *testing.T) {
 	ctx := context.Background()
 	for _, q := range []*Queue{a, b} {
 		for _, id := range []string{"x", "y"} {
-			_, err := q.EnqueueAfter(ctx, id, nil, 0)
-			require.NoError(t, err)
+			// Due in the past: one TakeBatch finds both.
+			require.NoError(t, q.Enqueue(ctx, id, nil, time.Unix(1, 0)))
 		}
 	}
 	ma, err := a.TakeBatch(ctx, 2)
