@@ -110,6 +110,29 @@ type action struct {
 	// Count is how many items an action on a whole state changes, as
 	// last read (for the question).
 	Count int64
+	// Parts, when the form named partitions (pidx), is the partition of
+	// each id (-1: not named); nil otherwise.
+	Parts []int
+	// NParts is the partition count of a partitioned queue (0: ordinary),
+	// for the wording.
+	NParts int
+}
+
+// hidden is a hidden field of a form.
+type hidden struct{ Name, Value string }
+
+// IDFields are the form fields that carry the ids: pidx where the
+// partition is known, idx otherwise.
+func (a action) IDFields() []hidden {
+	out := make([]hidden, len(a.IDs))
+	for i, id := range a.IDs {
+		if a.Parts != nil && a.Parts[i] >= 0 {
+			out[i] = hidden{"pidx", pidx(a.Parts[i], id)}
+		} else {
+			out[i] = hidden{"idx", hex.EncodeToString([]byte(id))}
+		}
+	}
+	return out
 }
 
 // stateNoun is "dead item", "scheduled item", "in-flight item" or "item".
@@ -135,7 +158,7 @@ func count(n int64, noun string) string {
 
 // question is what the action asks before it is done.
 func (a action) question() string {
-	q := quoted(a.Queue)
+	q := partitionLabel(a.Queue, a.NParts)
 	if len(a.IDs) == 1 {
 		id := quoted(a.IDs[0])
 		switch a.Op {
@@ -165,7 +188,7 @@ func (a action) manyQuestionN(n string) string {
 }
 
 func (a action) questionWith(items func(noun string) string) string {
-	q := quoted(a.Queue)
+	q := partitionLabel(a.Queue, a.NParts)
 	switch a.Op {
 	case "requeue":
 		return fmt.Sprintf("Requeue %s of queue %s? They become due now, attempts reset.", items("dead item"), q)
@@ -217,31 +240,50 @@ func formValue(r *http.Request, key string) (string, error) {
 	return r.PostFormValue(key), nil
 }
 
-// formIDs is every id of the form: the hex-encoded idx fields, or the id
-// fields, without repeats.
-func formIDs(r *http.Request) ([]string, error) {
-	var ids []string
-	seen := map[string]bool{}
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
+// formIDs is every id of the form: the hex-encoded idx fields and the
+// pidx fields (an id of a partitioned queue with its partition, "i.HEX"),
+// or the id fields, without repeats; parts is the partition of each id
+// (-1: not named), nil when there is no pidx field.
+func formIDs(r *http.Request) (ids []string, parts []int, err error) {
+	type key struct {
+		part int
+		id   string
+	}
+	seen := map[key]bool{}
+	var ps []int
+	add := func(part int, id string) {
+		if !seen[key{part, id}] {
+			seen[key{part, id}] = true
 			ids = append(ids, id)
+			ps = append(ps, part)
 		}
 	}
-	if xs, ok := r.PostForm["idx"]; ok {
+	xs, okx := r.PostForm["idx"]
+	pxs, okp := r.PostForm["pidx"]
+	if okx || okp {
 		for _, x := range xs {
 			b, err := hex.DecodeString(x)
 			if err != nil {
-				return nil, fmt.Errorf("bad form field idx: %v", err)
+				return nil, nil, fmt.Errorf("bad form field idx: %v", err)
 			}
-			add(string(b))
+			add(-1, string(b))
 		}
-		return ids, nil
+		for _, x := range pxs {
+			part, id, err := parsePidx(x)
+			if err != nil {
+				return nil, nil, err
+			}
+			add(part, id)
+		}
+		if okp {
+			parts = ps
+		}
+		return ids, parts, nil
 	}
 	for _, id := range r.PostForm["id"] {
-		add(id)
+		add(-1, id)
 	}
-	return ids, nil
+	return ids, nil, nil
 }
 
 func (h *handler) action(w http.ResponseWriter, r *http.Request) {
@@ -279,13 +321,13 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	}
 	a := action{Op: r.PostFormValue("op")}
 	queue, err := formValue(r, "q")
-	ids, err2 := formIDs(r)
+	ids, parts, err2 := formIDs(r)
 	reg, err3 := formValue(r, "reg")
 	if err = errors.Join(err, err2, err3); err != nil {
 		h.fail(w, r, http.StatusBadRequest, "%v", err)
 		return
 	}
-	a.Queue, a.IDs, a.Reg = queue, ids, reg
+	a.Queue, a.IDs, a.Reg, a.Parts = queue, ids, reg, parts
 	o, ok := ops[a.Op]
 	if !ok {
 		h.fail(w, r, http.StatusBadRequest, "unknown action %s", quoted(a.Op))
@@ -328,12 +370,28 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "action %s takes no registration name", a.Op)
 		return
 	}
-	q := h.queue(r.Context(), w, r, a.Queue)
-	if q == nil {
+	t := h.target(r.Context(), w, r, a.Queue)
+	if t == nil {
 		return
 	}
+	defer t.close()
+	if t.p != nil {
+		a.NParts = t.p.NumPartitions()
+		if o.reg {
+			h.fail(w, r, http.StatusBadRequest, "queue %s is partitioned: unregister on its partition's page", quoted(a.Queue))
+			return
+		}
+		for _, k := range a.Parts {
+			if k >= a.NParts {
+				h.fail(w, r, http.StatusBadRequest, "queue %s has no partition %d (it has %d)", quoted(a.Queue), k, a.NParts)
+				return
+			}
+		}
+	} else {
+		a.Parts = nil // an ordinary queue has no partitions
+	}
 	if r.PostFormValue("confirmed") != "yes" {
-		if err := h.countFor(r.Context(), q, &a); err != nil {
+		if err := h.countFor(r.Context(), t, &a); err != nil {
 			h.redisFail(w, r, err, "reading queue "+quoted(a.Queue))
 			return
 		}
@@ -347,7 +405,7 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		}{h.layout(w, r, "Confirm", false), a, a.question(), o.label, o.danger, h.backURL(a)})
 		return
 	}
-	status, msg := h.do(r.Context(), q, a)
+	status, msg := h.do(r.Context(), t, a)
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "5")
 	}
@@ -362,7 +420,7 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 
 // countFor reads how many items an action on a whole state would change,
 // for its question.
-func (h *handler) countFor(ctx context.Context, q *redisq.Queue, a *action) error {
+func (h *handler) countFor(ctx context.Context, q admin, a *action) error {
 	switch a.Op {
 	case "requeue-all", "delete-all-dead", "purge":
 	default:
@@ -403,6 +461,7 @@ func (h *handler) listURL(a action) string {
 // outcome sorts the ids of an action on items by what became of them.
 type outcome struct {
 	done, marked, gone, wrong []string
+	several                   []string // in several partitions: left alone
 }
 
 // names lists up to 5 ids, quoted.
@@ -422,50 +481,54 @@ func names(ids []string) string {
 }
 
 // do runs the action and reports it as an HTTP status and a sentence.
-func (h *handler) do(ctx context.Context, q *redisq.Queue, a action) (int, string) {
+func (h *handler) do(ctx context.Context, t *target, a action) (int, string) {
 	switch {
 	case ops[a.Op].ids:
-		return h.doItems(ctx, q, a)
+		return h.doItems(ctx, resolver(ctx, t, a), a)
 	case ops[a.Op].reg:
-		return h.doUnregister(ctx, q, a)
+		return h.doUnregister(ctx, t.q, a)
 	}
+	q := t.admin
+	ql := partitionLabel(a.Queue, a.NParts)
 	var n int64
 	var err error
 	var done string
 	switch a.Op {
 	case "requeue-all":
 		n, err = q.RequeueAllDead(ctx)
-		done = fmt.Sprintf("Requeued %s of queue %s.", count(n, "dead item"), quoted(a.Queue))
+		done = fmt.Sprintf("Requeued %s of queue %s.", count(n, "dead item"), ql)
 	case "delete-all-dead":
 		n, err = q.DeleteAllDead(ctx)
-		done = fmt.Sprintf("Deleted %s of queue %s.", count(n, "dead item"), quoted(a.Queue))
+		done = fmt.Sprintf("Deleted %s of queue %s.", count(n, "dead item"), ql)
 	case "purge":
 		n, err = q.Purge(ctx, a.State)
 		verb := "deleted"
 		if a.State == redisq.StateInFlight {
 			verb = "marked cancelled"
 		}
-		done = fmt.Sprintf("Purged queue %s: %s %s.", quoted(a.Queue), verb, count(n, a.State.String()+" item"))
+		done = fmt.Sprintf("Purged queue %s: %s %s.", ql, verb, count(n, a.State.String()+" item"))
 	case "pause", "resume":
-		var paused bool
-		paused, err = q.Paused(ctx)
+		var k, n int
+		k, n, err = pausedParts(ctx, t)
 		switch {
 		case err != nil:
-		case paused == (a.Op == "pause"):
-			return http.StatusOK, fmt.Sprintf("Queue %s is already %s; nothing changed.", quoted(a.Queue), map[bool]string{true: "paused", false: "running"}[paused])
+		case a.Op == "pause" && k == n:
+			return http.StatusOK, fmt.Sprintf("Queue %s is already paused; nothing changed.", ql)
+		case a.Op == "resume" && k == 0:
+			return http.StatusOK, fmt.Sprintf("Queue %s is already running; nothing changed.", ql)
 		case a.Op == "pause":
 			err = q.Pause(ctx)
-			done = fmt.Sprintf("Paused queue %s: consumers take nothing until it is resumed.", quoted(a.Queue))
+			done = fmt.Sprintf("Paused queue %s: consumers take nothing until it is resumed.", ql)
 		default:
 			err = q.Resume(ctx)
-			done = fmt.Sprintf("Resumed queue %s: consumers take its due items again.", quoted(a.Queue))
+			done = fmt.Sprintf("Resumed queue %s: consumers take its due items again.", ql)
 		}
 	}
 	switch {
 	case err == nil:
 		return http.StatusOK, done
 	case errors.Is(err, redisq.ErrNoQueue):
-		return http.StatusNotFound, fmt.Sprintf("Queue %s has no data (any more); nothing changed.", quoted(a.Queue))
+		return http.StatusNotFound, fmt.Sprintf("Queue %s has no data (any more); nothing changed.", ql)
 	}
 	status, msg := h.redisStatus(err)
 	if n > 0 {
@@ -476,22 +539,23 @@ func (h *handler) do(ctx context.Context, q *redisq.Queue, a action) (int, strin
 
 // doItems runs an action on its ids, one redisq call each, and reports
 // what became of them. A Redis error stops it.
-func (h *handler) doItems(ctx context.Context, q *redisq.Queue, a action) (int, string) {
+func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queue, error), a action) (int, string) {
 	var o outcome
 	var failure error
-	for _, id := range a.IDs {
-		var err error
+	for k, id := range a.IDs {
+		q, err := queueOf(k)
 		marked := false
-		switch a.Op {
-		case "requeue":
+		switch {
+		case err != nil:
+		case a.Op == "requeue":
 			err = q.RequeueDead(ctx, id)
-		case "delete-dead":
+		case a.Op == "delete-dead":
 			err = q.DeleteDead(ctx, id)
-		case "delete":
+		case a.Op == "delete":
 			var out redisq.CancelOutcome
 			out, err = q.Cancel(ctx, id)
 			marked = out == redisq.CancelMarked
-		case "run-now":
+		case a.Op == "run-now":
 			_, err = q.RescheduleAfter(ctx, id, 0)
 		}
 		switch {
@@ -503,6 +567,8 @@ func (h *handler) doItems(ctx context.Context, q *redisq.Queue, a action) (int, 
 			o.gone = append(o.gone, id)
 		case errors.Is(err, redisq.ErrNotDead), errors.Is(err, redisq.ErrInFlight):
 			o.wrong = append(o.wrong, id)
+		case errors.Is(err, errSeveral):
+			o.several = append(o.several, id)
 		default:
 			failure = err
 		}
@@ -510,11 +576,13 @@ func (h *handler) doItems(ctx context.Context, q *redisq.Queue, a action) (int, 
 			break
 		}
 	}
-	qn := quoted(a.Queue)
+	qn := partitionLabel(a.Queue, a.NParts)
 	var msg string
 	if len(a.IDs) == 1 && failure == nil {
 		id := quoted(a.IDs[0])
 		switch {
+		case len(o.several) == 1:
+			return http.StatusConflict, fmt.Sprintf("Item %s is in several partitions of queue %s; nothing changed: act on it from the list, or on its partition's page.", id, qn)
 		case len(o.gone) == 1:
 			return http.StatusNotFound, fmt.Sprintf("No item %s in queue %s; nothing changed.", id, qn)
 		case len(o.wrong) == 1 && a.Op == "run-now":
@@ -559,12 +627,15 @@ func (h *handler) doItems(ctx context.Context, q *redisq.Queue, a action) (int, 
 	if len(o.gone) > 0 {
 		msg += fmt.Sprintf(" Gone meanwhile (acked or deleted): %s.", names(o.gone))
 	}
+	if len(o.several) > 0 {
+		msg += fmt.Sprintf(" Nothing changed for %s in several partitions (act on each from the list): %s.", count(int64(len(o.several)), "item"), names(o.several))
+	}
 	if failure != nil {
 		status, m := h.redisStatus(failure)
 		return status, msg + " Then: " + m
 	}
 	if len(o.done)+len(o.marked) == 0 {
-		if len(o.wrong) > 0 {
+		if len(o.wrong)+len(o.several) > 0 {
 			return http.StatusConflict, msg
 		}
 		return http.StatusNotFound, msg

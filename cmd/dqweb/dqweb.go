@@ -24,6 +24,14 @@
 // registration) and reported after. It neither registers recurring jobs
 // nor keeps them going (a Worker does).
 //
+// A partitioned queue (redisq.NewPartitioned) is shown as one queue: one
+// row of the overview with the sums of its partitions' figures, and a page
+// with those sums, a table of its partitions (each an ordinary queue with
+// its own page, which links back), lists merged across partitions and
+// paged by a cursor, a search that finds an id in whichever partition
+// holds it, actions on items routed to their partitions and actions on a
+// state or the queue done on every partition (see partitioned.go).
+//
 // Pages are rendered on the server with html/template (charts are inline
 // SVG); the stylesheet and the one small script (auto-refresh,
 // confirmation dialogs and the count of a selection) are embedded in the
@@ -106,8 +114,10 @@ type Options struct {
 	// the server's registry (redisq.ListQueues: the set {dq}:queues, whose
 	// cost grows with the number of queues, not of keys), cached for
 	// QueueListTTL; queues no process of this redisq version has opened
-	// are not in it (dqctl queues -scan finds them). Queue pages open any
-	// name of up to MaxName bytes.
+	// are not in it (dqctl queues -scan finds them). Partitioned queues
+	// (redisq.ListPartitioned) are listed in place of their partitions; a
+	// name given here may be one (each is looked up: one HGETALL). Queue
+	// pages open any name of up to MaxName bytes.
 	Queues []string
 	// QueueListTTL is how long the list of queues read from the registry
 	// is reused; default 30s.

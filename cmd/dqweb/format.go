@@ -316,6 +316,7 @@ func quantile(l redisq.Lateness, q float64) string {
 type actionForm struct {
 	Prefix, CSRF    string
 	Op, QueueX, IDX string
+	PIDX            string // an item of a partitioned queue with its partition, "i.HEXID"
 	RegX            string // a registration's name, hex-encoded
 	State           string
 	Label           string
@@ -343,6 +344,18 @@ var funcs = template.FuncMap{
 		a.State, _ = redisq.ParseState(state)
 		return actionForm{Prefix: prefix, CSRF: csrf, Op: op, QueueX: hex.EncodeToString([]byte(queue)), State: state,
 			IDX: hex.EncodeToString([]byte(id)), Label: ops[op].label, Confirm: a.question(), Danger: ops[op].danger}
+	},
+	// rowform is form for the item of a list row (it), which carries the
+	// item's partition in a list of a partitioned queue.
+	"rowform": func(prefix, csrf, op, queue string, it itemRow, state string, nparts int) actionForm {
+		a := action{Op: op, Queue: queue, IDs: []string{it.ID}, NParts: nparts}
+		a.State, _ = redisq.ParseState(state)
+		f := actionForm{Prefix: prefix, CSRF: csrf, Op: op, QueueX: hex.EncodeToString([]byte(queue)), State: state,
+			IDX: hex.EncodeToString([]byte(it.ID)), Label: ops[op].label, Confirm: a.question(), Danger: ops[op].danger}
+		if it.HasPart {
+			f.IDX, f.PIDX = "", pidx(it.Part, it.ID)
+		}
+		return f
 	},
 	"plural": func(n any, unit string) string {
 		switch v := n.(type) {

@@ -162,6 +162,11 @@ type queueRow struct {
 	status int
 	Stats  redisq.Stats
 	Rates  rateView
+	// Of a partitioned queue: its partition count, how many are paused,
+	// and each one's figures (Stats holds their sums).
+	Parts       int
+	PausedParts int
+	PartRows    []partRow
 }
 
 func (h *handler) row(ctx context.Context, name string) queueRow {
@@ -185,21 +190,22 @@ func (h *handler) row(ctx context.Context, name string) queueRow {
 }
 
 func (h *handler) overview(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	names := h.opt.Queues
-	if len(names) == 0 {
+	list := &listing{names: h.opt.Queues, probe: true}
+	if len(list.names) == 0 {
 		var err error
-		names, err = h.names.get(ctx, h.c)
+		list, err = h.names.get(ctx, h.c)
 		if err != nil {
 			h.redisFail(w, r, err, "listing the queues")
 			return
 		}
 	}
+	names := list.names
 	off := min(offset(r, "o"), int64(len(names)))
 	shown := names[off:min(off+queuesPerPage, int64(len(names)))]
 	rows := make([]queueRow, 0, len(shown))
 	failed := 0
 	for _, n := range shown {
-		rows = append(rows, h.row(ctx, n))
+		rows = append(rows, h.overviewRow(ctx, list, n))
 		if rows[len(rows)-1].status >= 500 {
 			failed++
 		}
@@ -279,6 +285,13 @@ type itemRow struct {
 	Lease                 when
 	LeaseExpired, HasLoad bool
 	Payload               payloadView
+	// In a list of a partitioned queue: the item's partition (its index,
+	// name as shown, its page's tab), and PIDX, the "part.HEXID" of the
+	// selection ("" when it cannot be selected).
+	HasPart            bool
+	Part               int
+	PartShown, PartURL string
+	PIDX               string
 }
 
 // longID is the length (in bytes) past which an id may wrap in a list:
@@ -319,10 +332,16 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		h.fail(w, r, http.StatusBadRequest, "%v", err)
 		return
 	}
-	q := h.queue(ctx, w, r, name)
-	if q == nil {
+	t := h.target(ctx, w, r, name)
+	if t == nil {
 		return
 	}
+	defer t.close()
+	if t.p != nil {
+		h.itemOfPartitioned(ctx, w, r, t.p, id)
+		return
+	}
+	q := t.q
 	var row itemRow
 	err := h.readingPayloads(ctx, func() error {
 		it, err := q.GetPrefix(ctx, id, ItemPayloadBytes)

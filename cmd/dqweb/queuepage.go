@@ -90,6 +90,14 @@ type queueData struct {
 	Selection bool // some rows can be selected
 	Whole     []actionForm
 
+	// Of a partition: the partitioned queue it belongs to.
+	Parent, ParentShown, ParentURL string
+	PartIndex, ParentParts         int
+	// A search that found the id in several partitions: their links.
+	Found []crumb
+	// Resume, besides Pause, when only some partitions are paused.
+	Resume actionForm
+
 	// The Recurring tab.
 	Regs   []regRow
 	Behind int // registrations no process keeps
@@ -131,31 +139,58 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 			return
 		}
 	}
-	q := h.queue(ctx, w, r, name)
-	if q == nil {
+	t := h.target(ctx, w, r, name)
+	if t == nil {
 		return
 	}
+	defer t.close()
+	if t.p != nil && recurring {
+		h.fail(w, r, http.StatusBadRequest, "queue %s is partitioned: its recurring registrations are on its partitions' pages", quoted(name))
+		return
+	}
+	q := t.q
 	what := "reading queue " + quoted(name)
 	status := http.StatusOK
-	d := queueData{layout: h.layout(w, r, shown(name), true), queueRow: h.row(ctx, name), QueueX: hex.EncodeToString([]byte(name)),
+	d := queueData{layout: h.layout(w, r, shown(name), true), QueueX: hex.EncodeToString([]byte(name)),
 		State: state, Find: find}
+	if t.p != nil {
+		d.queueRow = h.prow(ctx, t.p)
+	} else {
+		d.queueRow = h.row(ctx, name)
+	}
 	d.Crumbs = append(d.Crumbs, crumb{shown(name), ""})
 	if d.status != 0 {
 		h.failStatus(w, r, d.status, "%s: %s", what, d.Err)
 		return
 	}
+	if t.q != nil {
+		h.parentOf(ctx, &d)
+	}
 	if find != "" {
-		found, err := h.find(ctx, q, find)
+		var found string
+		var at []int
+		if t.p != nil {
+			found, at, err = h.findPartitioned(ctx, t.p, find)
+		} else {
+			found, err = h.find(ctx, q, find)
+		}
 		switch {
 		case err != nil:
 			h.redisFail(w, r, err, fmt.Sprintf("finding item %s in queue %s", quoted(find), quoted(name)))
 			return
-		case found != "":
+		case found != "" && t.p == nil:
 			http.Redirect(w, r, h.itemURL(name, found), http.StatusSeeOther)
 			return
+		case len(at) == 1:
+			http.Redirect(w, r, h.itemURL(t.p.Partition(at[0]).Name(), found), http.StatusSeeOther)
+			return
+		case len(at) > 1:
+			d.Notice = fmt.Sprintf("Item %s is in %s of queue %s (enqueued under ordering keys of different partitions):", quoted(found), count(int64(len(at)), "partition"), quoted(name))
+			d.Found = h.foundLinks(t.p, found, at)
+		default:
+			status = http.StatusNotFound
+			d.Notice = fmt.Sprintf("No item %s in queue %s, in any state (it may have been acked or deleted; ids are matched exactly).", quoted(find), quoted(name))
 		}
-		status = http.StatusNotFound
-		d.Notice = fmt.Sprintf("No item %s in queue %s, in any state (it may have been acked or deleted; ids are matched exactly).", quoted(find), quoted(name))
 		d.Refresh = 0 // keep the answer on the screen
 	}
 	d.Now = d.Stats.Now
@@ -175,14 +210,18 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		{Label: "In flight", State: "inflight", URL: h.tabURL(name, redisq.StateInFlight), Count: st.InFlight, Current: state == redisq.StateInFlight},
 		{Label: "Dead", State: "dead", URL: h.tabURL(name, redisq.StateDead), Count: st.Dead, Current: state == redisq.StateDead, Alert: st.Dead > 0},
 	}
-	// Read after Stats: a next occurrence before d.Now is behind for sure.
-	regs, regErr := q.Registrations(ctx)
-	if recurring && regErr != nil {
-		h.redisFail(w, r, regErr, "reading the recurring registrations of queue "+quoted(name))
-		return
-	}
-	if t, ok := h.recurringTabLink(name, regs, regErr, d.Now, recurring); ok {
-		d.Tabs = append(d.Tabs, t)
+	var regs []redisq.Registration
+	if q != nil {
+		// Read after Stats: a next occurrence before d.Now is behind for sure.
+		var regErr error
+		regs, regErr = q.Registrations(ctx)
+		if recurring && regErr != nil {
+			h.redisFail(w, r, regErr, "reading the recurring registrations of queue "+quoted(name))
+			return
+		}
+		if t, ok := h.recurringTabLink(name, regs, regErr, d.Now, recurring); ok {
+			d.Tabs = append(d.Tabs, t)
+		}
 	}
 	if !h.opt.ReadOnly {
 		op := "pause"
@@ -190,14 +229,26 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 			op = "resume"
 		}
 		d.Pause = h.wholeForm(d.layout, op, name, 0, 0)
+		d.Pause.Confirm = (action{Op: op, Queue: name, NParts: d.Parts}).question()
+		if d.PausedParts > 0 && !st.Paused {
+			d.Resume = h.wholeForm(d.layout, "resume", name, 0, 0)
+			d.Resume.Confirm = (action{Op: "resume", Queue: name, NParts: d.Parts}).question()
+		}
 	}
 	switch {
 	case recurring:
 		err = h.recurringList(ctx, r, q, regs, &d)
 	case state == 0:
-		err = h.summary(ctx, q, &d)
+		err = h.summary(ctx, t.admin, &d)
+	case t.p != nil:
+		err = h.plist(ctx, r, t.p, &d)
 	default:
 		err = h.list(ctx, r, q, &d)
+	}
+	var bad badRequest
+	if errors.As(err, &bad) {
+		h.fail(w, r, http.StatusBadRequest, "%v", bad.error)
+		return
 	}
 	if err != nil {
 		h.redisFail(w, r, err, what)
@@ -226,7 +277,7 @@ func (h *handler) find(ctx context.Context, q *redisq.Queue, id string) (string,
 
 // summary fills in the summary tab: counters and rates, the history, the
 // due chart and the lateness chart.
-func (h *handler) summary(ctx context.Context, q *redisq.Queue, d *queueData) error {
+func (h *handler) summary(ctx context.Context, q admin, d *queueData) error {
 	hist, err := q.DueHistogram(ctx, time.Minute, 60)
 	if err != nil {
 		return err
@@ -282,6 +333,13 @@ func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d 
 	if h.opt.ReadOnly {
 		return nil
 	}
+	h.actionsOfList(d, page.Total)
+	return nil
+}
+
+// actionsOfList fills in the selection's form and the actions on the
+// whole state of a list whose state holds total items.
+func (h *handler) actionsOfList(d *queueData, total int64) {
 	d.Select = selectForm{Prefix: h.opt.Prefix, CSRF: d.CSRF, QueueX: d.QueueX, State: d.Tab, Max: MaxSelect}
 	var selOps, wholeOps []string
 	switch d.State {
@@ -293,16 +351,17 @@ func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d 
 		selOps, wholeOps = []string{"requeue", "delete-dead"}, []string{"requeue-all", "delete-all-dead"}
 	}
 	for _, op := range selOps {
-		a := action{Op: op, Queue: d.Name, State: d.State}
+		a := action{Op: op, Queue: d.Name, State: d.State, NParts: d.Parts}
 		d.Select.Buttons = append(d.Select.Buttons, selectButton{Op: op, Label: ops[op].label + " selected",
 			One: a.manyQuestion(1), Many: a.manyQuestionN("{n}"), Danger: ops[op].danger})
 	}
-	if page.Total > 0 {
+	if total > 0 {
 		for _, op := range wholeOps {
-			d.Whole = append(d.Whole, h.wholeForm(d.layout, op, d.Name, d.State, page.Total))
+			f := h.wholeForm(d.layout, op, d.Name, d.State, total)
+			f.Confirm = (action{Op: op, Queue: d.Name, State: d.State, Count: total, NParts: d.Parts}).question()
+			d.Whole = append(d.Whole, f)
 		}
 	}
-	return nil
 }
 
 // wholeForm is the button of an action on a whole state (with its count

@@ -161,24 +161,25 @@ func diff(a redisq.Lateness, b []int64, bSum time.Duration) redisq.Lateness {
 	return d
 }
 
-// queueList caches the names redisq.ListQueues finds. Safe for
+// queueList caches the names redisq.ListQueues finds, merged with the
+// partitioned queues redisq.ListPartitioned finds (see listing). Safe for
 // concurrent use; concurrent requests share one listing.
 type queueList struct {
 	ttl time.Duration
 
 	mu      sync.Mutex
-	names   []string      // guarded by mu
-	at      time.Time     // guarded by mu: when names were listed
+	list    *listing      // guarded by mu
+	at      time.Time     // guarded by mu: when list was read
 	pending chan struct{} // guarded by mu: closed when the listing under way ends
 }
 
-func (l *queueList) get(ctx context.Context, c redis.UniversalClient) ([]string, error) {
+func (l *queueList) get(ctx context.Context, c redis.UniversalClient) (*listing, error) {
 	for {
 		l.mu.Lock()
-		if l.names != nil && time.Since(l.at) < l.ttl {
-			names := l.names
+		if l.list != nil && time.Since(l.at) < l.ttl {
+			list := l.list
 			l.mu.Unlock()
-			return names, nil
+			return list, nil
 		}
 		if wait := l.pending; wait != nil {
 			l.mu.Unlock()
@@ -192,17 +193,14 @@ func (l *queueList) get(ctx context.Context, c redis.UniversalClient) ([]string,
 		done := make(chan struct{})
 		l.pending = done
 		l.mu.Unlock()
-		names, err := redisq.ListQueues(ctx, c)
+		list, err := readListing(ctx, c)
 		l.mu.Lock()
 		if err == nil {
-			if names == nil {
-				names = []string{} // cached too
-			}
-			l.names, l.at = names, time.Now()
+			l.list, l.at = list, time.Now()
 		}
 		l.pending = nil
 		l.mu.Unlock()
 		close(done)
-		return names, err
+		return list, err
 	}
 }

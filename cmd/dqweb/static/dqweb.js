@@ -7,7 +7,7 @@
   // The checkboxes of a selection form (they name it with form="sel").
   var boxes = function (f) {
     return Array.prototype.filter.call(f.elements, function (el) {
-      return el.name === "idx" && el.type === "checkbox";
+      return (el.name === "idx" || el.name === "pidx") && el.type === "checkbox";
     });
   };
   var checked = function (f) {

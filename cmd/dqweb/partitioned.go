@@ -1,0 +1,521 @@
+package dqweb
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dq-go/delayqueue/redisq"
+	"github.com/redis/go-redis/v9"
+)
+
+// A partitioned queue (redisq.NewPartitioned) is one queue NAME over P
+// ordinary queues, its partitions (NAME~i.j). The dashboard shows it as
+// one queue, as dqctl does:
+//
+//   - the overview lists it as one row: its name, a "P partitions" badge,
+//     the sums of its partitions' figures (redisq.SumStats), "paused" when
+//     every partition is and "k/P paused" when some are; its partitions
+//     are not listed again (without Options.Queues: redisq.ListQueues less
+//     the partitions redisq.ListPartitioned names, plus those queues; with
+//     Options.Queues, each name on the page is looked up, one HGETALL, and
+//     may be a partitioned queue);
+//   - its page (queue?q=NAME) has the summed figures, counters, rates and
+//     history, and the due chart (Partitioned.DueHistogram), a table of
+//     its partitions, each linked to its own page, and tabs listing the
+//     items of a state merged across partitions (Partitioned.List) with a
+//     partition column, paged forward by a cursor of one offset per
+//     partition (cursor=a,b,c, as dqctl list -cursor), not by an offset;
+//     no Recurring tab (registrations live on the partitions' pages);
+//   - the search finds an id in its routing partition first (one
+//     GetPrefix), else in whichever partitions hold it (Partitioned.Locate:
+//     one GetPrefix per partition), and opens the item's page on its
+//     partition; an item page asked of NAME does the same;
+//   - actions on items say which partition each item is in (the form field
+//     pidx, "i.HEXID", from the list) or are routed to the partition that
+//     holds it (as the search finds it; an id found in several partitions,
+//     none its routing one, is left alone); actions on a state or on the
+//     queue (purge, requeue all, delete all, pause, resume) act on every
+//     partition, and their questions name the queue with its partition
+//     count.
+//
+// A partition's own name is an ordinary queue for every page; its page
+// says which partitioned queue it belongs to (one HGETALL of the table of
+// the name before its last '~') and links to it.
+//
+// Costs grow with P (at most redisq.MaxPartitions): a partitioned queue's
+// row or page opens its P partitions (redisq.New each, as an ordinary
+// queue's page does once) and reads each partition's Stats, concurrently;
+// a list page reads a page from every partition.
+
+// admin is what the pages and the actions on a whole queue need of it: a
+// *redisq.Queue or a *redisq.Partitioned (whose calls act on every
+// partition).
+type admin interface {
+	Stats(ctx context.Context) (redisq.Stats, error)
+	DueHistogram(ctx context.Context, width time.Duration, buckets int) (redisq.DueHistogram, error)
+	RequeueAllDead(ctx context.Context) (int64, error)
+	DeleteAllDead(ctx context.Context) (int64, error)
+	Purge(ctx context.Context, state redisq.State) (int64, error)
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}
+
+// target is the queue a page or an action names: an ordinary queue (q)
+// or a partitioned one (p).
+type target struct {
+	admin
+	q *redisq.Queue
+	p *redisq.Partitioned
+}
+
+// close closes the partitioned queue (an ordinary Queue opened here holds
+// nothing to release).
+func (t *target) close() {
+	if t.p != nil {
+		_ = t.p.Close()
+	}
+}
+
+// openPartitioned opens the partitioned queue name, as dqctl does: no
+// registry entry, no eviction check.
+func (h *handler) openPartitioned(ctx context.Context, name string) (*redisq.Partitioned, error) {
+	return redisq.OpenPartitioned(ctx, h.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
+}
+
+// target opens the queue name: the partitioned queue when it has a
+// partition table (one HGETALL tells), else the ordinary queue, which
+// must exist. On failure it renders the error page and returns nil.
+// Close it after.
+func (h *handler) target(ctx context.Context, w http.ResponseWriter, r *http.Request, name string) *target {
+	if err := checkName("queue name", name); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "%v", err)
+		return nil
+	}
+	p, err := h.openPartitioned(ctx, name)
+	switch {
+	case err == nil:
+		return &target{admin: p, p: p}
+	case !errors.Is(err, redisq.ErrNoQueue):
+		status, msg := h.tableStatus(err)
+		h.failStatus(w, r, status, "reading queue %s: %s", quoted(name), msg)
+		return nil
+	}
+	q := h.queue(ctx, w, r, name)
+	if q == nil {
+		return nil
+	}
+	return &target{admin: q, q: q}
+}
+
+// tableStatus is redisStatus, but for a partition table that Redis
+// returned and redisq refused (bad count, version or names): 502.
+func (h *handler) tableStatus(err error) (int, string) {
+	var reply redis.Error
+	if strings.Contains(err.Error(), "bad partition table") && !errors.As(err, &reply) {
+		return http.StatusBadGateway, fmt.Sprintf("Redis holds a bad partition table: %v", err)
+	}
+	return h.redisStatus(err)
+}
+
+// listing is the overview's list of queues.
+type listing struct {
+	// names are the queues shown, sorted: ordinary queues that are no
+	// partition of a listed partitioned queue, and partitioned queues.
+	names []string
+	parts map[string][]string // partitioned queue -> its partitions
+	bad   map[string]string   // partitioned queue -> why its table is unreadable
+	// probe: names are Options.Queues, each to be looked up.
+	probe bool
+}
+
+// readListing lists the registered queues (redisq.ListQueues) and the
+// partitioned ones (redisq.ListPartitioned), each partitioned queue in
+// place of its partitions.
+func readListing(ctx context.Context, c redis.UniversalClient) (*listing, error) {
+	names, err := redisq.ListQueues(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := redisq.ListPartitioned(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	l := &listing{names: []string{}, parts: map[string][]string{}, bad: map[string]string{}}
+	partition := map[string]bool{}
+	for _, pi := range ps {
+		if pi.Err != nil {
+			l.bad[pi.Name] = pi.Err.Error()
+		} else {
+			l.parts[pi.Name] = pi.Partitions
+			for _, n := range pi.Partitions {
+				partition[n] = true
+			}
+		}
+		l.names = append(l.names, pi.Name)
+	}
+	for _, n := range names {
+		_, isP := l.parts[n]
+		_, isBad := l.bad[n]
+		if !partition[n] && !isP && !isBad {
+			l.names = append(l.names, n)
+		}
+	}
+	slices.Sort(l.names)
+	return l, nil
+}
+
+// overviewRow is the overview's row of name.
+func (h *handler) overviewRow(ctx context.Context, l *listing, name string) queueRow {
+	partitioned := false
+	switch _, isP := l.parts[name]; {
+	case l.bad[name] != "":
+		return queueRow{Name: name, Shown: shown(name), URL: h.queueURL(name), status: http.StatusBadGateway,
+			Err: message("Redis holds a bad partition table: " + l.bad[name])}
+	case isP:
+		partitioned = true
+	case l.probe && checkName("queue name", name) == nil:
+		_, err := redisq.PartitionNames(ctx, h.c, name)
+		switch {
+		case err == nil:
+			partitioned = true
+		case !errors.Is(err, redisq.ErrNoQueue):
+			row := queueRow{Name: name, Shown: shown(name), URL: h.queueURL(name)}
+			var msg string
+			row.status, msg = h.tableStatus(err)
+			row.Err = message(msg)
+			return row
+		}
+	}
+	if !partitioned {
+		return h.row(ctx, name)
+	}
+	p, err := h.openPartitioned(ctx, name)
+	if err != nil {
+		row := queueRow{Name: name, Shown: shown(name), URL: h.queueURL(name)}
+		var msg string
+		row.status, msg = h.tableStatus(err)
+		row.Err = message(msg)
+		return row
+	}
+	defer p.Close()
+	return h.prow(ctx, p)
+}
+
+// partRow is one partition in the partitions table of a partitioned
+// queue's page.
+type partRow struct {
+	Index       int
+	Name, Shown string
+	URL         string // its own page
+	Stats       redisq.Stats
+}
+
+// prow is the row of the partitioned queue p: the sums of its partitions'
+// Stats (the rates are those of the sums), each partition's Stats, and
+// how many are paused.
+func (h *handler) prow(ctx context.Context, p *redisq.Partitioned) queueRow {
+	name := p.Name()
+	row := queueRow{Name: name, Shown: shown(name), URL: h.queueURL(name), Parts: p.NumPartitions()}
+	ss, err := p.PartitionStats(ctx)
+	if err != nil {
+		var msg string
+		row.status, msg = h.redisStatus(err)
+		row.Err = message(msg)
+		return row
+	}
+	row.Stats = redisq.SumStats(ss)
+	for i, st := range ss {
+		pn := p.Partition(i).Name()
+		row.PartRows = append(row.PartRows, partRow{Index: i, Name: pn, Shown: shown(pn), URL: h.queueURL(pn), Stats: st})
+		if st.Paused {
+			row.PausedParts++
+		}
+	}
+	row.Rates = h.rates.observe(name, row.Stats)
+	return row
+}
+
+// parentOf fills in the partitioned queue that the ordinary queue of d is
+// a partition of, if any: the name before its last '~' when that queue's
+// partition table names it (one HGETALL; a failure shows nothing).
+func (h *handler) parentOf(ctx context.Context, d *queueData) {
+	i := strings.LastIndex(d.Name, "~")
+	if i <= 0 {
+		return
+	}
+	parent := d.Name[:i]
+	parts, err := redisq.PartitionNames(ctx, h.c, parent)
+	if err != nil {
+		return
+	}
+	if k := slices.Index(parts, d.Name); k >= 0 {
+		d.Parent, d.ParentShown, d.ParentURL, d.PartIndex, d.ParentParts = parent, shown(parent), h.queueURL(parent), k, len(parts)
+		d.Crumbs = append(d.Crumbs[:len(d.Crumbs)-1], crumb{shown(parent), d.ParentURL}, d.Crumbs[len(d.Crumbs)-1])
+	}
+}
+
+// locate returns the partition of p that holds id: its routing partition
+// when the id is there (one GetPrefix without payload), else the ones
+// Locate finds (one GetPrefix per partition), for an item enqueued under
+// an ordering key. It returns redisq.ErrNotFound when none holds it.
+func locate(ctx context.Context, p *redisq.Partitioned, id string) ([]int, error) {
+	i := p.PartitionOf(id)
+	_, err := p.Partition(i).GetPrefix(ctx, id, 0)
+	if !errors.Is(err, redisq.ErrNotFound) {
+		return []int{i}, err
+	}
+	return p.Locate(ctx, id)
+}
+
+// findPartitioned is find on a partitioned queue: the id found (exactly,
+// else without the spaces around it) and the partitions that hold it, or
+// "" and nil.
+func (h *handler) findPartitioned(ctx context.Context, p *redisq.Partitioned, id string) (string, []int, error) {
+	for _, c := range []string{id, strings.TrimSpace(id)} {
+		if c == "" {
+			continue
+		}
+		at, err := locate(ctx, p, c)
+		switch {
+		case err == nil:
+			return c, at, nil
+		case !errors.Is(err, redisq.ErrNotFound):
+			return "", nil, err
+		}
+	}
+	return "", nil, nil
+}
+
+// partitionLabel is `"emails" (3 partitions)`, or `"emails"` for an
+// ordinary queue (n 0).
+func partitionLabel(name string, n int) string {
+	if n == 0 {
+		return quoted(name)
+	}
+	return quoted(name) + " (" + count(int64(n), "partition") + ")"
+}
+
+// parseCursor parses the cursor parameter: n offsets, comma-separated
+// ("" is the first page).
+func parseCursor(s string, n int) ([]int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	fields := strings.Split(s, ",")
+	if len(fields) != n {
+		return nil, fmt.Errorf("cursor %s has %d offsets; the queue has %s", quoted(s), len(fields), count(int64(n), "partition"))
+	}
+	cur := make([]int64, n)
+	for i, f := range fields {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("cursor %s: offset %s is not a number >= 0", quoted(s), quoted(f))
+		}
+		cur[i] = v
+	}
+	return cur, nil
+}
+
+// formatCursor is a cursor as the cursor parameter takes it: "17,16,17".
+func formatCursor(cur []int64) string {
+	s := make([]string, len(cur))
+	for i, v := range cur {
+		s[i] = strconv.FormatInt(v, 10)
+	}
+	return strings.Join(s, ",")
+}
+
+// plist fills in a state's tab of a partitioned queue: one page of its
+// items merged across partitions, from the cursor parameter, with a
+// partition column, the selection's form and the actions on the whole
+// state. The pager goes to the first and the next page only: a cursor
+// does not go back.
+func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitioned, d *queueData) error {
+	size := PageSize
+	if d.State == redisq.StateDead {
+		size = deadPageSize
+	}
+	cur, err := parseCursor(r.URL.Query().Get("cursor"), p.NumPartitions())
+	if err != nil {
+		return badRequest{err}
+	}
+	page, err := p.List(ctx, d.State, redisq.PartitionedListOptions{Cursor: cur, Limit: size})
+	if err == nil && d.State == redisq.StateDead {
+		err = h.readingPayloads(ctx, func() error {
+			for i := range page.Items {
+				if err := previewPayload(ctx, p.Partition(page.Items[i].Partition), &page.Items[i].Item); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return err
+	}
+	for _, it := range page.Items {
+		pn := p.Partition(it.Partition).Name()
+		row := h.itemRow(pn, it.Item, page.Now, previewBytes)
+		row.HasPart, row.Part, row.PartShown, row.PartURL = true, it.Partition, shown(pn), h.tabURL(pn, d.State)
+		if row.IDX != "" {
+			row.PIDX = strconv.Itoa(it.Partition) + "." + row.IDX
+		}
+		d.Items = append(d.Items, row)
+		d.Selection = d.Selection || row.IDX != ""
+	}
+	var before int64
+	for _, v := range cur {
+		before += v
+	}
+	d.Pager = pager{From: before + 1, To: before + int64(len(d.Items)), Total: page.Total, Past: len(d.Items) == 0 && page.Total > 0}
+	link := func(next []int64) string {
+		v := r.URL.Query()
+		v.Del("find")
+		v.Del("offset")
+		v.Del("cursor")
+		if next != nil {
+			v.Set("cursor", formatCursor(next))
+		}
+		return h.opt.Prefix + "queue?" + v.Encode()
+	}
+	if cur != nil {
+		d.Pager.First = link(nil)
+	}
+	if page.Next != nil {
+		d.Pager.Next = link(page.Next)
+	}
+	if h.opt.ReadOnly {
+		return nil
+	}
+	h.actionsOfList(d, page.Total)
+	return nil
+}
+
+// badRequest is an error of the request, not of Redis: a 400.
+type badRequest struct{ error }
+
+// previewPayload reads the start of it's payload into it, as withPayloads
+// does.
+func previewPayload(ctx context.Context, q *redisq.Queue, it *redisq.Item) error {
+	if it.PayloadSize == 0 || it.PayloadSize > previewScan || len(it.ID) > MaxName {
+		return nil
+	}
+	pre, err := q.GetPrefix(ctx, it.ID, previewRead)
+	if errors.Is(err, redisq.ErrNotFound) {
+		return nil // gone meanwhile: shown without its payload
+	}
+	if err != nil {
+		return err
+	}
+	if pre.PayloadSize == it.PayloadSize {
+		it.Payload = pre.Payload
+	}
+	return nil
+}
+
+// pausedParts counts the paused partitions of t (1 or 0 of 1 for an
+// ordinary queue), one round trip per partition.
+func pausedParts(ctx context.Context, t *target) (k, n int, err error) {
+	if t.q != nil {
+		b, err := t.q.Paused(ctx)
+		if b {
+			k = 1
+		}
+		return k, 1, err
+	}
+	n = t.p.NumPartitions()
+	for i := range n {
+		b, err := t.p.Partition(i).Paused(ctx)
+		if err != nil {
+			return 0, n, err
+		}
+		if b {
+			k++
+		}
+	}
+	return k, n, nil
+}
+
+// resolver returns, for the k-th id of a, the Queue to act on: the
+// ordinary queue, or the partition the form named for it, or the one
+// that holds it (locate). errSeveral: several partitions hold it, none
+// its routing one.
+func resolver(ctx context.Context, t *target, a action) func(k int) (*redisq.Queue, error) {
+	return func(k int) (*redisq.Queue, error) {
+		if t.q != nil {
+			return t.q, nil
+		}
+		if a.Parts != nil && a.Parts[k] >= 0 {
+			return t.p.Partition(a.Parts[k]), nil
+		}
+		at, err := locate(ctx, t.p, a.IDs[k])
+		switch {
+		case err != nil:
+			return nil, err
+		case len(at) > 1:
+			return nil, errSeveral
+		}
+		return t.p.Partition(at[0]), nil
+	}
+}
+
+// errSeveral: an id is in several partitions, none its routing one.
+var errSeveral = errors.New("in several partitions")
+
+// itemOfPartitioned opens the page of item id of the partitioned queue
+// p: on its partition (see findPartitioned), or a 404, or a 409 naming the
+// partitions when several hold it.
+func (h *handler) itemOfPartitioned(ctx context.Context, w http.ResponseWriter, r *http.Request, p *redisq.Partitioned, id string) {
+	_, at, err := h.findPartitioned(ctx, p, id)
+	switch {
+	case err != nil:
+		h.redisFail(w, r, err, fmt.Sprintf("finding item %s in queue %s", quoted(id), quoted(p.Name())))
+	case len(at) == 0:
+		h.fail(w, r, http.StatusNotFound, "no item %s in queue %s (it may have been acked or deleted)", quoted(id), partitionLabel(p.Name(), p.NumPartitions()))
+	case len(at) == 1:
+		http.Redirect(w, r, h.itemURL(p.Partition(at[0]).Name(), id), http.StatusSeeOther)
+	default:
+		var names []string
+		for _, k := range at {
+			names = append(names, quoted(p.Partition(k).Name()))
+		}
+		h.fail(w, r, http.StatusConflict, "item %s is in %s of queue %s: %s; open it on a partition's page", quoted(id),
+			count(int64(len(at)), "partition"), quoted(p.Name()), strings.Join(names, ", "))
+	}
+}
+
+// foundLinks are the links to item id in the partitions at of p.
+func (h *handler) foundLinks(p *redisq.Partitioned, id string, at []int) []crumb {
+	var out []crumb
+	for _, k := range at {
+		pn := p.Partition(k).Name()
+		out = append(out, crumb{fmt.Sprintf("partition %d %s", k, shown(pn)), h.itemURL(pn, id)})
+	}
+	return out
+}
+
+// pidx is the form value of item id in partition part: "part.HEXID".
+func pidx(part int, id string) string {
+	return strconv.Itoa(part) + "." + hex.EncodeToString([]byte(id))
+}
+
+// parsePidx parses a pidx form value.
+func parsePidx(s string) (int, string, error) {
+	ps, hx, ok := strings.Cut(s, ".")
+	part, err := strconv.Atoi(ps)
+	if !ok || err != nil || part < 0 || part >= redisq.MaxPartitions {
+		return 0, "", fmt.Errorf("bad form field pidx %s", quoted(s))
+	}
+	b, err := hex.DecodeString(hx)
+	if err != nil {
+		return 0, "", fmt.Errorf("bad form field pidx: %v", err)
+	}
+	return part, string(b), nil
+}
