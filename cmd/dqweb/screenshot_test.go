@@ -37,6 +37,15 @@ func TestScreenshots(t *testing.T) {
 	must(err)
 	defer other.Close()
 	must(other.Pause(ctx)) // shown with its badge
+	// A partitioned queue: one overview row, and a page of its own.
+	reports, err := redisq.NewPartitioned(ctx, f.c, "reports", 3)
+	must(err)
+	defer reports.Close()
+	for i := range 60 {
+		_, err := reports.EnqueueAfter(ctx, fmt.Sprintf("report:%d", i), []byte(fmt.Sprintf(`{"report":%d}`, i)),
+			time.Duration(i+1)*time.Minute)
+		must(err)
+	}
 	// The fixture's three overdue items are delivered first (and come
 	// back later).
 	for range overdueIDs {
@@ -109,7 +118,8 @@ func TestScreenshots(t *testing.T) {
 		t.Logf("wrote %s (%d bytes)", name, len(png))
 	}
 	shot("dqweb-queue.png", 1280, 1900, false, f.queueURL("orders"))
-	shot("dqweb-overview.png", 1280, 420, false, f.base)
+	shot("dqweb-overview.png", 1280, 460, false, f.base)
+	shot("dqweb-partitioned.png", 1280, 1300, false, f.queueURL("reports"))
 	b.open(f.tabURL("orders", "dead"))
 	for _, sel := range []string{`article.deaditem:nth-of-type(2) input[type=checkbox]`, `article.deaditem:nth-of-type(3) input[type=checkbox]`} {
 		b.run(chromedp.Click(chromedp.CSS(sel)))
