@@ -30,6 +30,12 @@ const PartitionedRegistryKey = "{dq}:partitioned"
 // lives in. Nothing is changed.
 var ErrPartitions = errors.New("redisq: partition count mismatch")
 
+// ErrBadPartitionTable is wrapped by the error of NewPartitioned,
+// OpenPartitioned and PartitionNames when the partition table Redis holds
+// for the name is not one redisq wrote (a bad count, version or partition
+// name). Nothing is changed.
+var ErrBadPartitionTable = errors.New("bad partition table")
+
 // Partitioned is one logical delay queue stored as P ordinary queues (its
 // partitions) in different Redis Cluster slots, so that P masters share its
 // work: one queue lives in one slot and so on one master's single thread,
@@ -144,7 +150,7 @@ return redis.call('HGETALL', KEYS[1])
 // from Redis.
 func parsePartitions(name string, fields map[string]string) ([]string, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("redisq: partitioned queue %q: bad partition table %s: %s", name, partitionsKey(name), why)
+		return fmt.Errorf("redisq: partitioned queue %q: %w %s: %s", name, ErrBadPartitionTable, partitionsKey(name), why)
 	}
 	n, err := strconv.Atoi(fields["n"])
 	if err != nil || n < 1 || n > MaxPartitions {

@@ -158,6 +158,7 @@ func TestPartitionedCountChecked(t *testing.T) {
 		require.NoError(t, c.Del(ctx, partitionsKey("t")).Err())
 		require.NoError(t, c.HSet(ctx, partitionsKey("t"), bad...).Err())
 		_, err = OpenPartitioned(ctx, c, "t")
+		require.ErrorIs(t, err, ErrBadPartitionTable, "%q", bad)
 		require.ErrorContains(t, err, "bad partition table", "%q", bad)
 		_, err = NewPartitioned(ctx, c, "t", 2)
 		require.Error(t, err, "%q", bad)
