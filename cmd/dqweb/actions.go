@@ -29,8 +29,10 @@ import (
 // must arrive within Options.FormTimeout.
 //
 // Actions on items take 1 to MaxSelect ids (a selection of one page at
-// most), one redisq call each; actions on a whole state run in redisq's
-// batches.
+// most), one redisq call each; on a partitioned queue, an id sent without
+// its partition costs one GetPrefix more to find its partition (its
+// routing one), or, for a single id, at most one per partition (see
+// resolver). Actions on a whole state run in redisq's batches.
 //
 // CSRF: the token is a random value in a SameSite=Strict, HttpOnly cookie
 // scoped to Prefix, repeated in every form (double submit), and
@@ -111,8 +113,11 @@ type action struct {
 	// last read (for the question).
 	Count int64
 	// Parts, when the form named partitions (pidx), is the partition of
-	// each id (-1: not named); nil otherwise.
+	// each id; nil otherwise.
 	Parts []int
+	// PartName is the name of the partition of the only id, when the form
+	// named it, for the wording.
+	PartName string
 	// NParts is the partition count of a partitioned queue (0: ordinary),
 	// for the wording.
 	NParts int
@@ -156,20 +161,29 @@ func count(n int64, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// place is where the only item of a is: `of queue "jobs" (3
+// partitions)`, or `in partition 2 ("jobs~2.x") of queue "jobs"` when the
+// form named its partition; prep ("of" or "in") starts the first.
+func (a action) place(prep string) string {
+	if a.PartName != "" && len(a.Parts) == 1 {
+		return fmt.Sprintf("in partition %d (%s) of queue %s", a.Parts[0], quoted(a.PartName), quoted(a.Queue))
+	}
+	return prep + " queue " + partitionLabel(a.Queue, a.NParts)
+}
+
 // question is what the action asks before it is done.
 func (a action) question() string {
-	q := partitionLabel(a.Queue, a.NParts)
 	if len(a.IDs) == 1 {
-		id := quoted(a.IDs[0])
+		id, at := quoted(a.IDs[0]), a.place("of")
 		switch a.Op {
 		case "requeue":
-			return fmt.Sprintf("Requeue dead item %s of queue %s? It becomes due now, attempts reset.", id, q)
+			return fmt.Sprintf("Requeue dead item %s %s? It becomes due now, attempts reset.", id, at)
 		case "delete-dead":
-			return fmt.Sprintf("Delete dead item %s of queue %s? This cannot be undone.", id, q)
+			return fmt.Sprintf("Delete dead item %s %s? This cannot be undone.", id, at)
 		case "delete":
-			return fmt.Sprintf("Delete item %s of queue %s? An in-flight item is marked instead: deleted when its consumer settles it, never retried.", id, q)
+			return fmt.Sprintf("Delete item %s %s? An in-flight item is marked instead: deleted when its consumer settles it, never retried.", id, at)
 		case "run-now":
-			return fmt.Sprintf("Run item %s of queue %s now? It becomes due now.", id, q)
+			return fmt.Sprintf("Run item %s %s now? It becomes due now.", id, at)
 		}
 	}
 	return a.manyQuestion(int64(len(a.IDs)))
@@ -240,50 +254,65 @@ func formValue(r *http.Request, key string) (string, error) {
 	return r.PostFormValue(key), nil
 }
 
-// formIDs is every id of the form: the hex-encoded idx fields and the
+// formIDs is every id of the form: the hex-encoded idx fields, or the
 // pidx fields (an id of a partitioned queue with its partition, "i.HEX"),
-// or the id fields, without repeats; parts is the partition of each id
-// (-1: not named), nil when there is no pidx field.
+// or the id fields, without repeats (an id in two partitions is two
+// items); parts is the partition of each id, nil without pidx fields. A
+// form with both idx and pidx is refused: an idx id may be a pidx one
+// again, which only Redis could tell.
 func formIDs(r *http.Request) (ids []string, parts []int, err error) {
-	type key struct {
-		part int
-		id   string
-	}
-	seen := map[key]bool{}
-	var ps []int
-	add := func(part int, id string) {
-		if !seen[key{part, id}] {
-			seen[key{part, id}] = true
-			ids = append(ids, id)
-			ps = append(ps, part)
-		}
-	}
 	xs, okx := r.PostForm["idx"]
 	pxs, okp := r.PostForm["pidx"]
-	if okx || okp {
+	switch {
+	case okx && okp:
+		return nil, nil, errors.New("the form has both idx and pidx fields: send the ids with their partitions (pidx) or without (idx), not both")
+	case okx:
 		for _, x := range xs {
 			b, err := hex.DecodeString(x)
 			if err != nil {
 				return nil, nil, fmt.Errorf("bad form field idx: %v", err)
 			}
-			add(-1, string(b))
+			ids = append(ids, string(b))
 		}
+		return uniqueIDs(ids, nil)
+	case okp:
 		for _, x := range pxs {
 			part, id, err := parsePidx(x)
 			if err != nil {
 				return nil, nil, err
 			}
-			add(part, id)
+			ids, parts = append(ids, id), append(parts, part)
 		}
-		if okp {
-			parts = ps
+		return uniqueIDs(ids, parts)
+	}
+	return uniqueIDs(r.PostForm["id"], nil)
+}
+
+// uniqueIDs is ids without repeats: of an id, or, with parts (the
+// partition of each id), of an id in its partition; the first stays.
+func uniqueIDs(ids []string, parts []int) ([]string, []int, error) {
+	type key struct {
+		part int
+		id   string
+	}
+	seen := make(map[key]bool, len(ids))
+	var outIDs []string
+	var outParts []int
+	for k, id := range ids {
+		part := -1
+		if parts != nil {
+			part = parts[k]
 		}
-		return ids, parts, nil
+		if seen[key{part, id}] {
+			continue
+		}
+		seen[key{part, id}] = true
+		outIDs = append(outIDs, id)
+		if parts != nil {
+			outParts = append(outParts, part)
+		}
 	}
-	for _, id := range r.PostForm["id"] {
-		add(-1, id)
-	}
-	return ids, nil, nil
+	return outIDs, outParts, nil
 }
 
 func (h *handler) action(w http.ResponseWriter, r *http.Request) {
@@ -387,8 +416,13 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-	} else {
-		a.Parts = nil // an ordinary queue has no partitions
+		if len(a.IDs) == 1 && a.Parts != nil {
+			a.PartName = t.p.Partition(a.Parts[0]).Name()
+		}
+	} else if a.Parts != nil {
+		// An ordinary queue has no partitions: the same id under two of
+		// them is one item.
+		a.IDs, a.Parts, _ = uniqueIDs(a.IDs, nil)
 	}
 	if r.PostFormValue("confirmed") != "yes" {
 		if err := h.countFor(r.Context(), t, &a); err != nil {
@@ -441,9 +475,16 @@ func (h *handler) countFor(ctx context.Context, q admin, a *action) error {
 	return nil
 }
 
-// backURL is where the confirmation page's Cancel goes.
+// backURL is where the confirmation page's Cancel goes: the page of the
+// only item (in its partition, when the form named it), else the list.
 func (h *handler) backURL(a action) string {
-	if len(a.IDs) == 1 {
+	switch {
+	case len(a.IDs) != 1:
+	case a.PartName != "":
+		if u := h.itemURL(a.PartName, a.IDs[0]); u != "" {
+			return u
+		}
+	default:
 		return h.itemURL(a.Queue, a.IDs[0])
 	}
 	return h.listURL(a)
@@ -462,6 +503,7 @@ func (h *handler) listURL(a action) string {
 type outcome struct {
 	done, marked, gone, wrong []string
 	several                   []string // in several partitions: left alone
+	unrouted                  []string // not in their routing partitions: left alone
 }
 
 // names lists up to 5 ids, quoted.
@@ -569,6 +611,8 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 			o.wrong = append(o.wrong, id)
 		case errors.Is(err, errSeveral):
 			o.several = append(o.several, id)
+		case errors.Is(err, errNotRouted):
+			o.unrouted = append(o.unrouted, id)
 		default:
 			failure = err
 		}
@@ -584,7 +628,7 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 		case len(o.several) == 1:
 			return http.StatusConflict, fmt.Sprintf("Item %s is in several partitions of queue %s; nothing changed: act on it from the list, or on its partition's page.", id, qn)
 		case len(o.gone) == 1:
-			return http.StatusNotFound, fmt.Sprintf("No item %s in queue %s; nothing changed.", id, qn)
+			return http.StatusNotFound, fmt.Sprintf("No item %s %s; nothing changed.", id, a.place("in"))
 		case len(o.wrong) == 1 && a.Op == "run-now":
 			return http.StatusConflict, fmt.Sprintf("Item %s is in flight (a consumer has it); nothing changed.", id)
 		case len(o.wrong) == 1:
@@ -629,6 +673,9 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 	}
 	if len(o.several) > 0 {
 		msg += fmt.Sprintf(" Nothing changed for %s in several partitions (act on each from the list): %s.", count(int64(len(o.several)), "item"), names(o.several))
+	}
+	if len(o.unrouted) > 0 {
+		msg += fmt.Sprintf(" Nothing changed for %s not in their routing partitions (an item enqueued under an ordering key is acted on from the list, which names its partition): %s.", count(int64(len(o.unrouted)), "item"), names(o.unrouted))
 	}
 	if failure != nil {
 		status, m := h.redisStatus(failure)

@@ -51,3 +51,9 @@ func (r Rates) ObserveView(name string, st redisq.Stats) RateView {
 	}
 	return out
 }
+
+// ParseCursor is parseCursor.
+var ParseCursor = parseCursor
+
+// BadTable is badTable.
+var BadTable = badTable

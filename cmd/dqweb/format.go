@@ -349,6 +349,9 @@ var funcs = template.FuncMap{
 	// item's partition in a list of a partitioned queue.
 	"rowform": func(prefix, csrf, op, queue string, it itemRow, state string, nparts int) actionForm {
 		a := action{Op: op, Queue: queue, IDs: []string{it.ID}, NParts: nparts}
+		if it.HasPart {
+			a.Parts, a.PartName = []int{it.Part}, it.PartName
+		}
 		a.State, _ = redisq.ParseState(state)
 		f := actionForm{Prefix: prefix, CSRF: csrf, Op: op, QueueX: hex.EncodeToString([]byte(queue)), State: state,
 			IDX: hex.EncodeToString([]byte(it.ID)), Label: ops[op].label, Confirm: a.question(), Danger: ops[op].danger}

@@ -286,12 +286,13 @@ type itemRow struct {
 	LeaseExpired, HasLoad bool
 	Payload               payloadView
 	// In a list of a partitioned queue: the item's partition (its index,
-	// name as shown, its page's tab), and PIDX, the "part.HEXID" of the
-	// selection ("" when it cannot be selected).
-	HasPart            bool
-	Part               int
-	PartShown, PartURL string
-	PIDX               string
+	// name, name as shown, its page's tab: "" when too long to open), and
+	// PIDX, the "part.HEXID" of the selection ("" when it cannot be
+	// selected).
+	HasPart                      bool
+	Part                         int
+	PartName, PartShown, PartURL string
+	PIDX                         string
 }
 
 // longID is the length (in bytes) past which an id may wrap in a list:

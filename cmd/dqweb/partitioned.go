@@ -36,14 +36,20 @@ import (
 //   - the search finds an id in its routing partition first (one
 //     GetPrefix), else in whichever partitions hold it (Partitioned.Locate:
 //     one GetPrefix per partition), and opens the item's page on its
-//     partition; an item page asked of NAME does the same;
+//     partition; an item page asked of NAME does the same for its exact id;
+//     a partition whose name is too long to open (over MaxName) is named
+//     in a 400 instead;
 //   - actions on items say which partition each item is in (the form field
-//     pidx, "i.HEXID", from the list) or are routed to the partition that
-//     holds it (as the search finds it; an id found in several partitions,
-//     none its routing one, is left alone); actions on a state or on the
-//     queue (purge, requeue all, delete all, pause, resume) act on every
-//     partition, and their questions name the queue with its partition
-//     count.
+//     pidx, "i.HEXID", from the list; a form carries pidx or idx, not
+//     both) or are routed to the partition that holds it: for one id, as
+//     the search finds it (an id found in several partitions, none its
+//     routing one, is left alone); for several, in its routing partition
+//     only (one GetPrefix each; an id not there is left alone and named),
+//     so that a selection costs at most two round trips per item; the
+//     question on one item in a named partition names that partition;
+//   - actions on a state or on the queue (purge, requeue all, delete all,
+//     pause, resume) act on every partition, and their questions name the
+//     queue with its partition count.
 //
 // A partition's own name is an ordinary queue for every page; its page
 // says which partitioned queue it belongs to (one HGETALL of the table of
@@ -103,7 +109,7 @@ func (h *handler) target(ctx context.Context, w http.ResponseWriter, r *http.Req
 	case err == nil:
 		return &target{admin: p, p: p}
 	case !errors.Is(err, redisq.ErrNoQueue):
-		status, msg := h.tableStatus(err)
+		status, msg := h.tableStatus(name, err)
 		h.failStatus(w, r, status, "reading queue %s: %s", quoted(name), msg)
 		return nil
 	}
@@ -114,14 +120,20 @@ func (h *handler) target(ctx context.Context, w http.ResponseWriter, r *http.Req
 	return &target{admin: q, q: q}
 }
 
-// tableStatus is redisStatus, but for a partition table that Redis
-// returned and redisq refused (bad count, version or names): 502.
-func (h *handler) tableStatus(err error) (int, string) {
-	var reply redis.Error
-	if strings.Contains(err.Error(), "bad partition table") && !errors.As(err, &reply) {
+// tableStatus is redisStatus, but for a partition table of the queue
+// name that Redis returned and redisq refused (bad count, version or
+// names): 502.
+func (h *handler) tableStatus(name string, err error) (int, string) {
+	if badTable(err) {
 		return http.StatusBadGateway, fmt.Sprintf("Redis holds a bad partition table: %v", err)
 	}
 	return h.redisStatus(err)
+}
+
+// badTable reports whether err is redisq's refusal of a partition table
+// (never a match on the error's text, which holds the queue's name).
+func badTable(err error) bool {
+	return errors.Is(err, redisq.ErrBadPartitionTable)
 }
 
 // listing is the overview's list of queues.
@@ -188,7 +200,7 @@ func (h *handler) overviewRow(ctx context.Context, l *listing, name string) queu
 		case !errors.Is(err, redisq.ErrNoQueue):
 			row := queueRow{Name: name, Shown: shown(name), URL: h.queueURL(name)}
 			var msg string
-			row.status, msg = h.tableStatus(err)
+			row.status, msg = h.tableStatus(name, err)
 			row.Err = message(msg)
 			return row
 		}
@@ -200,7 +212,7 @@ func (h *handler) overviewRow(ctx context.Context, l *listing, name string) queu
 	if err != nil {
 		row := queueRow{Name: name, Shown: shown(name), URL: h.queueURL(name)}
 		var msg string
-		row.status, msg = h.tableStatus(err)
+		row.status, msg = h.tableStatus(name, err)
 		row.Err = message(msg)
 		return row
 	}
@@ -302,21 +314,27 @@ func partitionLabel(name string, n int) string {
 	return quoted(name) + " (" + count(int64(n), "partition") + ")"
 }
 
+// maxCursorOffset bounds an offset of a cursor: far above any list's
+// length (a Redis sorted set holds fewer than 1<<32 members), and
+// redisq.MaxPartitions of them add up within an int64.
+const maxCursorOffset = 1 << 53
+
 // parseCursor parses the cursor parameter: n offsets, comma-separated
-// ("" is the first page).
+// ("" is the first page), each 0..maxCursorOffset in decimal. The count is checked
+// before the split, so that a long cursor costs no more than its bytes.
 func parseCursor(s string, n int) ([]int64, error) {
 	if s == "" {
 		return nil, nil
 	}
-	fields := strings.Split(s, ",")
-	if len(fields) != n {
-		return nil, fmt.Errorf("cursor %s has %d offsets; the queue has %s", quoted(s), len(fields), count(int64(n), "partition"))
+	if k := strings.Count(s, ",") + 1; k != n {
+		return nil, fmt.Errorf("cursor %s has %d offsets; the queue has %s", quoted(s), k, count(int64(n), "partition"))
 	}
+	fields := strings.Split(s, ",")
 	cur := make([]int64, n)
 	for i, f := range fields {
 		v, err := strconv.ParseInt(f, 10, 64)
-		if err != nil || v < 0 {
-			return nil, fmt.Errorf("cursor %s: offset %s is not a number >= 0", quoted(s), quoted(f))
+		if !decimal(f) || err != nil || v > maxCursorOffset {
+			return nil, fmt.Errorf("cursor %s: offset %s is not a number in 0..%d", quoted(s), quoted(f), int64(maxCursorOffset))
 		}
 		cur[i] = v
 	}
@@ -363,7 +381,7 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 	for _, it := range page.Items {
 		pn := p.Partition(it.Partition).Name()
 		row := h.itemRow(pn, it.Item, page.Now, previewBytes)
-		row.HasPart, row.Part, row.PartShown, row.PartURL = true, it.Partition, shown(pn), h.tabURL(pn, d.State)
+		row.HasPart, row.Part, row.PartName, row.PartShown, row.PartURL = true, it.Partition, pn, shown(pn), h.tabURL(pn, d.State)
 		if row.IDX != "" {
 			row.PIDX = strconv.Itoa(it.Partition) + "." + row.IDX
 		}
@@ -445,8 +463,11 @@ func pausedParts(ctx context.Context, t *target) (k, n int, err error) {
 
 // resolver returns, for the k-th id of a, the Queue to act on: the
 // ordinary queue, or the partition the form named for it, or the one
-// that holds it (locate). errSeveral: several partitions hold it, none
-// its routing one.
+// that holds it: for a single id, locate's (errSeveral: several
+// partitions hold it, none its routing one); for one of several ids, its
+// routing partition, if the id is there (one GetPrefix; errNotRouted
+// otherwise), so that a selection of MaxSelect ids does not cost
+// MaxSelect Locates of redisq.MaxPartitions round trips each.
 func resolver(ctx context.Context, t *target, a action) func(k int) (*redisq.Queue, error) {
 	return func(k int) (*redisq.Queue, error) {
 		if t.q != nil {
@@ -454,6 +475,14 @@ func resolver(ctx context.Context, t *target, a action) func(k int) (*redisq.Que
 		}
 		if a.Parts != nil && a.Parts[k] >= 0 {
 			return t.p.Partition(a.Parts[k]), nil
+		}
+		if len(a.IDs) > 1 {
+			q := t.p.Partition(t.p.PartitionOf(a.IDs[k]))
+			_, err := q.GetPrefix(ctx, a.IDs[k], 0)
+			if errors.Is(err, redisq.ErrNotFound) {
+				return nil, errNotRouted
+			}
+			return q, err
 		}
 		at, err := locate(ctx, t.p, a.IDs[k])
 		switch {
@@ -469,18 +498,23 @@ func resolver(ctx context.Context, t *target, a action) func(k int) (*redisq.Que
 // errSeveral: an id is in several partitions, none its routing one.
 var errSeveral = errors.New("in several partitions")
 
+// errNotRouted: one of several ids is not in its routing partition (it
+// may be in another, under an ordering key, or nowhere).
+var errNotRouted = errors.New("not in its routing partition")
+
 // itemOfPartitioned opens the page of item id of the partitioned queue
-// p: on its partition (see findPartitioned), or a 404, or a 409 naming the
-// partitions when several hold it.
+// p: on its partition (see locate; the id is matched exactly, as on an
+// ordinary queue's item page), or a 404, or a 409 naming the partitions
+// when several hold it.
 func (h *handler) itemOfPartitioned(ctx context.Context, w http.ResponseWriter, r *http.Request, p *redisq.Partitioned, id string) {
-	_, at, err := h.findPartitioned(ctx, p, id)
+	at, err := locate(ctx, p, id)
 	switch {
+	case errors.Is(err, redisq.ErrNotFound):
+		h.fail(w, r, http.StatusNotFound, "no item %s in queue %s (it may have been acked or deleted)", quoted(id), partitionLabel(p.Name(), p.NumPartitions()))
 	case err != nil:
 		h.redisFail(w, r, err, fmt.Sprintf("finding item %s in queue %s", quoted(id), quoted(p.Name())))
-	case len(at) == 0:
-		h.fail(w, r, http.StatusNotFound, "no item %s in queue %s (it may have been acked or deleted)", quoted(id), partitionLabel(p.Name(), p.NumPartitions()))
 	case len(at) == 1:
-		http.Redirect(w, r, h.itemURL(p.Partition(at[0]).Name(), id), http.StatusSeeOther)
+		h.redirectToPartition(w, r, p, at[0], id)
 	default:
 		var names []string
 		for _, k := range at {
@@ -491,7 +525,22 @@ func (h *handler) itemOfPartitioned(ctx context.Context, w http.ResponseWriter, 
 	}
 }
 
-// foundLinks are the links to item id in the partitions at of p.
+// redirectToPartition sends the request to the page of item id in
+// partition k of p, or answers 400 when that partition's name is too long
+// for the dashboard to open (a name of p near MaxName).
+func (h *handler) redirectToPartition(w http.ResponseWriter, r *http.Request, p *redisq.Partitioned, k int, id string) {
+	pn := p.Partition(k).Name()
+	u := h.itemURL(pn, id)
+	if u == "" {
+		h.fail(w, r, http.StatusBadRequest, "item %s is in partition %d of queue %s, whose name is too long for the dashboard (%d bytes; at most %d): use dqctl",
+			quoted(id), k, quoted(p.Name()), len(pn), MaxName)
+		return
+	}
+	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+// foundLinks are the links to item id in the partitions at of p (a
+// partition too long to open has no link).
 func (h *handler) foundLinks(p *redisq.Partitioned, id string, at []int) []crumb {
 	var out []crumb
 	for _, k := range at {
@@ -506,11 +555,18 @@ func pidx(part int, id string) string {
 	return strconv.Itoa(part) + "." + hex.EncodeToString([]byte(id))
 }
 
-// parsePidx parses a pidx form value.
+// decimal reports whether s is a number as the pages write it: ASCII
+// digits, no sign, no leading zero.
+func decimal(s string) bool {
+	return s != "" && (s == "0" || s[0] != '0') && strings.Trim(s, "0123456789") == ""
+}
+
+// parsePidx parses a pidx form value: the partition in decimal (ASCII
+// digits, no sign, no leading zero), a dot, the id in hex.
 func parsePidx(s string) (int, string, error) {
 	ps, hx, ok := strings.Cut(s, ".")
 	part, err := strconv.Atoi(ps)
-	if !ok || err != nil || part < 0 || part >= redisq.MaxPartitions {
+	if !ok || !decimal(ps) || err != nil || part < 0 || part >= redisq.MaxPartitions {
 		return 0, "", fmt.Errorf("bad form field pidx %s", quoted(s))
 	}
 	b, err := hex.DecodeString(hx)

@@ -2,18 +2,22 @@ package dqweb_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"net/http"
 	"net/url"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dq-go/delayqueue/cmd/dqweb"
 	"github.com/dq-go/delayqueue/redisq"
+	"github.com/redis/go-redis/v9"
 )
 
 // pfixture is fixture with the partitioned queue "jobs" of 3 partitions:
@@ -457,6 +461,317 @@ func TestPartitionedHostileName(t *testing.T) {
 		checkPage(t, u, r, 200<<10)
 		if !strings.Contains(r.body, shown) {
 			t.Errorf("%s lacks the escaped name", u)
+		}
+	}
+}
+
+// question is the confirmation page's question, as the page holds it.
+func question(t *testing.T, body string) string {
+	t.Helper()
+	return section(t, body, `<p class="question">`, "</p>")
+}
+
+// TestSelectionRepeats: an item selected twice counts once. A form with
+// both idx and pidx is refused (an idx id may be a pidx one again); on an
+// ordinary queue, pidx fields of one id in different partitions are one
+// item; on a partitioned queue, they are different items.
+func TestSelectionRepeats(t *testing.T) {
+	f := newPFixture(t, dqweb.Options{})
+	c := client(t)
+	id := "s010"
+	home := f.p.PartitionOf(id)
+	form := url.Values{"op": {"delete"}, "q": {pname}, "idx": {fmt.Sprintf("%x", id)}, "pidx": {fmt.Sprintf("%d.%x", home, id)},
+		"csrf": {token(t, c, f.queueURL(pname))}}
+	if r := post(t, c, f.base+"action", form); r.status != http.StatusBadRequest || !strings.Contains(r.body, "both idx and pidx") {
+		t.Errorf("idx and pidx of one item, unconfirmed: %d, want 400\n%.2000s", r.status, r.body)
+	}
+	if r := f.paction(t, c, form); r.status != http.StatusBadRequest || f.pstate(t, home, id) != redisq.StateScheduled {
+		t.Errorf("idx and pidx of one item: %d, state %v; want 400, nothing changed", r.status, f.pstate(t, home, id))
+	}
+	// Ordinary queue: three partitions named, one item.
+	x := fmt.Sprintf("%x", "soon:1")
+	form = url.Values{"op": {"delete"}, "q": {"orders"}, "pidx": {"0." + x, "1." + x, "2." + x}, "csrf": {token(t, c, f.queueURL("orders"))}}
+	r := post(t, c, f.base+"action", form)
+	if q := question(t, r.body); !strings.Contains(q, "Delete item &#34;soon:1&#34; of queue &#34;orders&#34;?") {
+		t.Errorf("question on one item named thrice: %s", q)
+	}
+	if n := strings.Count(r.body, `type="hidden" name="idx"`) + strings.Count(r.body, `name="pidx"`); n != 1 {
+		t.Errorf("the confirmation carries %d ids, want 1", n)
+	}
+	form.Set("confirmed", "yes")
+	r = post(t, c, f.base+"action", form)
+	if r.status != http.StatusOK || !strings.Contains(r.body, "Deleted item &#34;soon:1&#34;.") || strings.Contains(r.body, "Gone") {
+		t.Errorf("delete of one item named thrice: %d\n%.3000s", r.status, r.body)
+	}
+	// Partitioned queue: the same id in two partitions is two items.
+	ctx := context.Background()
+	if _, err := f.p.EnqueueAfter(ctx, "keyed", []byte("other"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	kh, kr := f.p.PartitionOf(f.keyedKey), f.p.PartitionOf("keyed")
+	form = url.Values{"op": {"delete"}, "q": {pname}, "pidx": {fmt.Sprintf("%d.%x", kh, "keyed"), fmt.Sprintf("%d.%x", kr, "keyed"), fmt.Sprintf("%d.%x", kh, "keyed")},
+		"csrf": {token(t, c, f.queueURL(pname))}}
+	if q := question(t, post(t, c, f.base+"action", form).body); !strings.Contains(q, "Delete 2 items of queue") {
+		t.Errorf("question on keyed in two partitions, one named twice: %s", q)
+	}
+}
+
+// TestItemActionOnItsPartition: an action on one item whose partition the
+// form names asks about that partition's item and goes back to its page,
+// though another item of that id lives in the id's routing partition.
+func TestItemActionOnItsPartition(t *testing.T) {
+	f := newPFixture(t, dqweb.Options{})
+	c := client(t)
+	ctx := context.Background()
+	home, routing := f.p.PartitionOf(f.keyedKey), f.p.PartitionOf("keyed")
+	if _, err := f.p.EnqueueAfter(ctx, "keyed", []byte("other"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	hn := f.p.Partition(home).Name()
+	want := fmt.Sprintf("Delete item &#34;keyed&#34; in partition %d (%s) of queue &#34;jobs&#34;?", home, html.EscapeString(dqweb.Quoted(hn)))
+	form := url.Values{"op": {"delete"}, "q": {pname}, "pidx": {fmt.Sprintf("%d.%x", home, "keyed")}, "csrf": {token(t, c, f.queueURL(pname))}}
+	r := post(t, c, f.base+"action", form)
+	if q := question(t, r.body); !strings.Contains(q, want) {
+		t.Errorf("question: %s\nwant %s", q, want)
+	}
+	m := regexp.MustCompile(`<a href="([^"]*)">Cancel</a>`).FindStringSubmatch(r.body)
+	wantBack := "/dq/item?" + url.Values{"q": {hn}, "id": {"keyed"}}.Encode()
+	if m == nil || html.UnescapeString(m[1]) != wantBack {
+		t.Errorf("Cancel goes to %v, want %s (not partition %d's item)", m, wantBack, routing)
+	}
+	// The list's row form asks the same.
+	body := get(t, c, f.tabURL(pname, "scheduled")+"&cursor=20,20,20").body
+	if !strings.Contains(body, `data-confirm="`+want) {
+		t.Errorf("the list's row forms of keyed do not ask %s", want)
+	}
+	// Confirmed, and gone meanwhile: the answer names the partition.
+	if _, err := f.p.Partition(home).Cancel(ctx, "keyed"); err != nil {
+		t.Fatal(err)
+	}
+	r = f.paction(t, c, url.Values{"op": {"delete"}, "pidx": {fmt.Sprintf("%d.%x", home, "keyed")}})
+	if r.status != http.StatusNotFound || !strings.Contains(r.body, fmt.Sprintf("No item &#34;keyed&#34; in partition %d", home)) || f.pstate(t, routing, "keyed") == 0 {
+		t.Errorf("delete of keyed gone from partition %d: %d\n%.3000s", home, r.status, r.body)
+	}
+}
+
+// TestPartitionedItemPageIsExact: the item page of a partitioned queue
+// matches the id exactly, as an ordinary queue's does (the search trims).
+func TestPartitionedItemPageIsExact(t *testing.T) {
+	f := newPFixture(t, dqweb.Options{})
+	c := client(t)
+	for _, u := range []string{f.itemURL(pname, " s001 "), f.itemURL("orders", " soon:1 ")} {
+		if r := get(t, c, u); r.status != http.StatusNotFound {
+			t.Errorf("%s: %d to %q, want 404", u, r.status, r.header.Get("Location"))
+		}
+	}
+	want := "/dq/item?" + url.Values{"q": {f.p.Partition(f.p.PartitionOf("s001")).Name()}, "id": {"s001"}}.Encode()
+	if r := get(t, c, f.queueURL(pname)+"&find=+s001+"); r.status != http.StatusSeeOther || r.header.Get("Location") != want {
+		t.Errorf("search of \" s001 \": %d to %q, want %s", r.status, r.header.Get("Location"), want)
+	}
+}
+
+// TestCursorBounds: a cursor's offsets are at most 1<<53 each, so their
+// sum cannot overflow; its offsets are counted before it is split.
+func TestCursorBounds(t *testing.T) {
+	f := newPFixture(t, dqweb.Options{})
+	c := client(t)
+	for cur, status := range map[string]int{
+		"9223372036854775807,1,0":                                     http.StatusBadRequest,
+		"9223372036854775807,9223372036854775807,9223372036854775807": http.StatusBadRequest,
+		"9007199254740993,0,0":                                        http.StatusBadRequest,
+		"9007199254740992,9007199254740992,9007199254740992":          http.StatusOK,
+		"5,5,5":  http.StatusOK,
+		"+1,0,0": http.StatusBadRequest,
+	} {
+		r := get(t, c, f.tabURL(pname, "scheduled")+"&cursor="+url.QueryEscape(cur))
+		if r.status != status {
+			t.Errorf("cursor %s: %d, want %d", cur, r.status, status)
+		}
+		if strings.Contains(r.body, "–-") || regexp.MustCompile(`<p class="pager">[^<]*-\d`).MatchString(r.body) {
+			t.Errorf("cursor %s: a negative number in the pager", cur)
+		}
+	}
+	// A cursor of a million commas is refused without a million fields.
+	long := strings.Repeat(",", 1<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := dqweb.ParseCursor(long, 3)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "1048577 offsets") {
+		t.Errorf("cursor of 1<<20 commas: %v", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 4<<20 {
+		t.Errorf("refusing a cursor of 1<<20 commas allocated %d bytes", n)
+	}
+}
+
+// TestPartitionedNameNearMaxName: a partitioned queue whose name is near
+// MaxName has partitions the dashboard cannot open: the search and the
+// item page say so (400), and the list links none of them.
+func TestPartitionedNameNearMaxName(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	long := strings.Repeat("L", dqweb.MaxName-3)
+	p, err := redisq.NewPartitioned(ctx, f.c, long, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.EnqueueAfter(ctx, "x1", nil, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	c := client(t)
+	for _, u := range []string{f.queueURL(long) + "&find=x1", f.itemURL(long, "x1")} {
+		r := get(t, c, u)
+		if r.status != http.StatusBadRequest || !strings.Contains(r.body, "too long for the dashboard") || !strings.Contains(r.body, "x1") {
+			t.Errorf("%.60s: %d to %q, want 400 naming the item\n%.2000s", u, r.status, r.header.Get("Location"), r.body)
+		}
+	}
+	r := get(t, c, f.tabURL(long, "scheduled"))
+	if r.status != http.StatusOK || strings.Contains(r.body, `href=""`) || !strings.Contains(r.body, `data-part="`+fmt.Sprint(p.PartitionOf("x1"))+`"`) {
+		t.Errorf("list: %d, or an empty link, or no partition column\n%.3000s", r.status, r.body)
+	}
+	if r := get(t, c, f.queueURL(long)); r.status != http.StatusOK || strings.Contains(r.body, `href=""`) {
+		t.Errorf("queue page: %d, or an empty link", r.status)
+	}
+}
+
+// TestPidxIsStrict: a pidx partition is ASCII digits without sign or
+// leading zero.
+func TestPidxIsStrict(t *testing.T) {
+	f := newPFixture(t, dqweb.Options{})
+	c := client(t)
+	tok := token(t, c, f.queueURL(pname))
+	for _, px := range []string{"+1.6b", "-0.6b", "01.6b", " 1.6b", "1_0.6b", "0x1.6b", "256.6b", "1.", ".6b"} {
+		r := post(t, c, f.base+"action", url.Values{"op": {"delete"}, "q": {pname}, "pidx": {px}, "csrf": {tok}})
+		if r.status != http.StatusBadRequest {
+			t.Errorf("pidx %q: %d, want 400", px, r.status)
+		}
+	}
+	for _, px := range []string{"0.6b", "2.6b"} {
+		if r := post(t, c, f.base+"action", url.Values{"op": {"delete"}, "q": {pname}, "pidx": {px}, "csrf": {tok}}); r.status != http.StatusOK {
+			t.Errorf("pidx %q: %d, want 200", px, r.status)
+		}
+	}
+}
+
+// idHook counts the commands (piped or not) that name one of ids.
+type idHook struct {
+	ids map[string]bool
+	n   *atomic.Int64
+}
+
+func (idHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h idHook) count(cmd redis.Cmder) {
+	for _, a := range cmd.Args() {
+		if s, ok := a.(string); ok && h.ids[s] {
+			h.n.Add(1)
+			return
+		}
+	}
+}
+
+func (h idHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h idHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestSelectionByIDIsBounded: a selection by id (no partitions) on a
+// partitioned queue looks each id up in its routing partition only: a
+// round trip or two per id, not one per partition; an id elsewhere is
+// left alone and named. A single id is still looked for everywhere.
+func TestSelectionByIDIsBounded(t *testing.T) {
+	f := newPFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	big, err := redisq.NewPartitioned(ctx, f.c, "wide", 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	hooked := redis.NewClient(f.c.Options())
+	t.Cleanup(func() { _ = hooked.Close() })
+	h := idHook{ids: map[string]bool{}, n: new(atomic.Int64)}
+	var idx []string
+	for i := range dqweb.MaxSelect {
+		id := fmt.Sprintf("absent:%d", i)
+		h.ids[id] = true
+		idx = append(idx, fmt.Sprintf("%x", id))
+	}
+	hooked.AddHook(h)
+	base := serve(t, hooked, dqweb.Options{})
+	c := client(t)
+	tok := token(t, c, base+"queue?q=wide")
+	r := post(t, c, base+"action", url.Values{"op": {"delete"}, "q": {"wide"}, "idx": idx, "csrf": {tok}, "confirmed": {"yes"}})
+	if n := h.n.Load(); r.status != http.StatusNotFound || n > 3*int64(dqweb.MaxSelect) {
+		t.Errorf("%d absent ids of a queue of 64 partitions: %d, %d commands naming them; want 404, at most %d", dqweb.MaxSelect, r.status, n, 3*dqweb.MaxSelect)
+	}
+	// On jobs: s010 is in its routing partition, keyed is not.
+	c = client(t)
+	r = f.paction(t, c, url.Values{"op": {"delete"}, "idx": {fmt.Sprintf("%x", "s010"), fmt.Sprintf("%x", "keyed")}})
+	home := f.p.PartitionOf(f.keyedKey)
+	if r.status != http.StatusOK || !strings.Contains(r.body, "Deleted 1 item") || !strings.Contains(r.body, "not in their routing partitions") ||
+		f.pstate(t, f.p.PartitionOf("s010"), "s010") != 0 || f.pstate(t, home, "keyed") != redisq.StateScheduled {
+		t.Errorf("delete s010 and keyed by idx: %d\n%.3000s", r.status, r.body)
+	}
+	r = f.paction(t, c, url.Values{"op": {"delete"}, "idx": {fmt.Sprintf("%x", "keyed")}})
+	if r.status != http.StatusOK || f.pstate(t, home, "keyed") != 0 {
+		t.Errorf("delete keyed alone by idx: %d\n%.3000s", r.status, r.body)
+	}
+}
+
+// TestBadTableIsStructural: only redisq's own refusal of the partition
+// table of the queue is a bad table, not any error whose text holds the
+// words (a queue may be named so).
+func TestBadTableIsStructural(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	name := "x bad partition table"
+	timeout := fmt.Errorf("redisq: upgrading queue %q: %w", name+"~0.0", context.DeadlineExceeded)
+	if dqweb.BadTable(timeout) {
+		t.Errorf("a timeout on a partition of %q is a bad table", name)
+	}
+	if dqweb.BadTable(errors.New(name)) {
+		t.Errorf("an error holding the words is a bad table")
+	}
+	f.c.HSet(ctx, "{dq:"+name+"}:parts", "n", "2", "v", "1", "p0", "zz", "p1", "zz")
+	_, err := redisq.OpenPartitioned(ctx, f.c, name)
+	if err == nil || !dqweb.BadTable(err) {
+		t.Fatalf("redisq's refusal %v is not a bad table", err)
+	}
+	c := client(t)
+	if r := get(t, c, f.queueURL(name)); r.status != http.StatusBadGateway || !strings.Contains(r.body, "bad partition table") {
+		t.Errorf("queue with a bad table: %d", r.status)
+	}
+}
+
+// TestSearchBoxIsNotRaw: the search box is not prefilled with an id that
+// a page shows only escaped; the notice names it escaped.
+func TestSearchBoxIsNotRaw(t *testing.T) {
+	f := newPFixture(t, dqweb.Options{})
+	c := client(t)
+	id := "i\u202e<b>\xfe"
+	for _, q := range []string{"orders", pname} {
+		r := get(t, c, f.queueURL(q)+"&find="+url.QueryEscape(id))
+		if r.status != http.StatusNotFound || !strings.Contains(r.body, `No item &#34;i\u202e&lt;b&gt;\xfe&#34;`) {
+			t.Errorf("%s: search of a hostile id: %d, or the notice does not name it escaped", q, r.status)
+		}
+		r.status = http.StatusOK
+		checkPage(t, q+": search of a hostile id", r, 200<<10)
+		r = get(t, c, f.queueURL(q)+"&find=nope+%C3%A9")
+		if !strings.Contains(r.body, `name="find" value="nope é"`) {
+			t.Errorf("%s: the search box does not keep a plain id", q)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dq-go/delayqueue/redisq"
 )
@@ -69,7 +71,7 @@ type queueData struct {
 	Tab    string // "", or the state shown
 	Tabs   []tabLink
 	Notice string     // a search that found nothing
-	Find   string     // the id searched for
+	Find   string     // the id searched for, to prefill the box (see fillable)
 	Pause  actionForm // Pause or Resume; no Op in read-only mode
 
 	// The summary.
@@ -152,7 +154,7 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 	what := "reading queue " + quoted(name)
 	status := http.StatusOK
 	d := queueData{layout: h.layout(w, r, shown(name), true), QueueX: hex.EncodeToString([]byte(name)),
-		State: state, Find: find}
+		State: state, Find: fillable(find)}
 	if t.p != nil {
 		d.queueRow = h.prow(ctx, t.p)
 	} else {
@@ -182,7 +184,7 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 			http.Redirect(w, r, h.itemURL(name, found), http.StatusSeeOther)
 			return
 		case len(at) == 1:
-			http.Redirect(w, r, h.itemURL(t.p.Partition(at[0]).Name(), found), http.StatusSeeOther)
+			h.redirectToPartition(w, r, t.p, at[0], found)
 			return
 		case len(at) > 1:
 			d.Notice = fmt.Sprintf("Item %s is in %s of queue %s (enqueued under ordering keys of different partitions):", quoted(found), count(int64(len(at)), "partition"), quoted(name))
@@ -255,6 +257,22 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	h.render(w, status, "queue", d)
+}
+
+// fillable is s to prefill the search box with, or "" when s holds what a
+// page shows only escaped (invalid UTF-8, control and bidi characters): an
+// input's value cannot show an escape, and the notice names the id
+// escaped.
+func fillable(s string) string {
+	if !utf8.ValidString(s) {
+		return ""
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return ""
+		}
+	}
+	return s
 }
 
 // find looks id up in q, exactly, then without the spaces around it (a
