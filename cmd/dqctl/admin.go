@@ -60,10 +60,21 @@ func cmdDead(e *env, requeue bool) error {
 // partial explains an error that stopped a bulk operation midway: what
 // was done was printed, the rest is as it was.
 func partial(e *env, err error, rest string) error {
+	if err != nil && e.partitionedEmpty(err) {
+		return nil
+	}
 	if err != nil && errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("stopped after -timeout %v: the other %s are as they were; run it again, or give a larger -timeout (%w)", e.conn.timeout, rest, err)
 	}
 	return err
+}
+
+// partitionedEmpty reports whether err is a partitioned queue's
+// ErrNoQueue from a call on every partition: none has data (a partition
+// with no items has no keys), while the queue, opened from its partition
+// table, exists. Nothing was there to change.
+func (e *env) partitionedEmpty(err error) bool {
+	return e.partitioned && errors.Is(err, redisq.ErrNoQueue)
 }
 
 // errMarked: the in-flight item was marked by an earlier delete.

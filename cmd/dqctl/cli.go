@@ -146,13 +146,15 @@ type env struct {
 	full       bool // show everything, not what fits the terminal
 	scan       bool // queues: SCAN for every queue, registered or not
 	partitions bool // queues: list the partitions of partitioned queues
-	page       redisq.ListOptions
-	cursor     string // list: a partitioned queue's page, "a,b,c"
-	listen     string
-	interval   time.Duration
-	window     time.Duration
-	count      int
-	reg        registerOpts // register's flags
+	// partitioned: the command's queue is partitioned (set by target).
+	partitioned bool
+	page        redisq.ListOptions
+	cursor      string // list: a partitioned queue's page, "a,b,c"
+	listen      string
+	interval    time.Duration
+	window      time.Duration
+	count       int
+	reg         registerOpts // register's flags
 
 	// serve's and serve-metrics' flags.
 	readOnly   bool

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dq-go/delayqueue/redisq"
 )
@@ -79,6 +80,7 @@ func (e *env) target(name string) (*target, error) {
 	p, err := redisq.OpenPartitioned(e.ctx, e.c, name, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
 	switch {
 	case err == nil:
+		e.partitioned = true
 		return &target{admin: p, p: p}, nil
 	case !errors.Is(err, redisq.ErrNoQueue):
 		return nil, err
@@ -158,19 +160,35 @@ func parseCursor(s string, n int, name string) ([]int64, error) {
 	if s == "" {
 		return nil, nil
 	}
-	fields := strings.Split(s, ",")
-	if len(fields) != n {
-		return nil, usageErr("-cursor %s has %d offsets; queue %s has %s: give the cursor list printed", quote(s), len(fields), quote(name), plural(int64(n), "partition"))
+	if c := strings.Count(s, ",") + 1; c != n {
+		return nil, usageErr("-cursor %s has %d offsets; queue %s has %s: give the cursor list printed", quote(short(s)), c, quote(name), plural(int64(n), "partition"))
 	}
 	cur := make([]int64, n)
-	for i, f := range fields {
+	for i, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-		if err != nil || v < 0 {
-			return nil, usageErr("-cursor %s: offset %s is not a number >= 0", quote(s), quote(f))
+		if err != nil || v < 0 || v > maxCursorOffset {
+			return nil, usageErr("-cursor %s: offset %s is not a number in 0..%d", quote(short(s)), quote(short(f)), int64(maxCursorOffset))
 		}
 		cur[i] = v
 	}
 	return cur, nil
+}
+
+// maxCursorOffset bounds each offset of a cursor, so that the sum of
+// MaxPartitions of them (the position a page prints) cannot overflow;
+// no partition holds that many items.
+const maxCursorOffset = 1 << 53
+
+// short is s cut to 64 bytes for a message, "..." marking the cut.
+func short(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // formatCursor is a cursor as -cursor takes it: "17,16,17".

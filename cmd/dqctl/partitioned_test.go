@@ -186,6 +186,16 @@ func TestPartitionedStatsAndList(t *testing.T) {
 	dqctl(t, "", append(a, "list", "orders", "scheduled", "-offset", "3")...).want(t, exitUsage, "give -cursor")
 	dqctl(t, "", append(a, "list", "orders", "scheduled", "-cursor", "1,2")...).want(t, exitUsage, "has 2 offsets")
 	dqctl(t, "", append(a, "list", "plain", "scheduled", "-cursor", "1")...).want(t, exitUsage, "give -offset")
+	// Offsets whose sum would overflow are refused, not printed negative;
+	// a huge cursor is not echoed whole.
+	r = dqctl(t, "", append(a, "list", "orders", "scheduled", "-cursor", "9223372036854775807,9223372036854775807,1")...)
+	r.want(t, exitUsage, "is not a number in 0..9007199254740992")
+	huge := strings.Repeat("1,", 20_000) + "1"
+	r = dqctl(t, "", append(a, "list", "orders", "scheduled", "-cursor", huge)...)
+	r.want(t, exitUsage, "has 20001 offsets")
+	if len(r.stderr) > 1000 {
+		t.Errorf("a 40 KB cursor echoed in a %d-byte message", len(r.stderr))
+	}
 	// A partition is an ordinary queue.
 	dqctl(t, "", append(a, "list", f.p.Partition(f.kp).Name(), "scheduled")...).want(t, exitOK, "k1")
 }
@@ -243,6 +253,18 @@ func TestPartitionedItems(t *testing.T) {
 	if st, err := f.p.Stats(ctx); err != nil || st.Scheduled != 0 {
 		t.Fatalf("after purge: %+v %v", st, err)
 	}
+	// A partitioned queue that never held an item has no partition keys;
+	// the queue (its table) exists, and the bulk commands change nothing,
+	// without error.
+	empty, err := redisq.NewPartitioned(ctx, f.c, "empty", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	dqctl(t, "y\n", append(a, "purge", "empty", "scheduled")...).want(t, exitOK, "deleted 0 scheduled items")
+	dqctl(t, "y\n", append(a, "requeue", "empty", "-all")...).want(t, exitOK, "requeued 0 dead items")
+	dqctl(t, "y\n", append(a, "delete-dead", "empty", "-all")...).want(t, exitOK, "deleted 0 dead items")
+	dqctl(t, "", append(a, "stats", "empty")...).want(t, exitOK, `queue "empty" (3 partitions)`)
 	// A command that works on one ordinary queue names the partitions.
 	dqctl(t, "", append(a, "recurring", "orders")...).want(t, exitError, `queue "orders" is partitioned (3 partitions: "orders~`, "give a partition's name")
 
