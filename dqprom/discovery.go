@@ -32,22 +32,8 @@ func (c *RedisCollector) discover(ctx context.Context) ([]*target, []string, err
 	names = append(names, found...)
 	slices.Sort(names)
 	names = slices.Compact(names)
-	opened := make(map[string]*target, len(names))
-	ts := make([]*target, 0, len(names))
-	for _, n := range names {
-		t := c.opened[n]
-		if t == nil {
-			t = &target{name: n, label: QueueLabel(n)}
-		}
-		opened[n] = t
-		ts = append(ts, t)
-	}
-	for n, t := range c.opened {
-		if opened[n] == nil && t.q != nil {
-			_ = t.q.Close()
-		}
-	}
-	c.opened = opened
+	var ts []*target
+	c.opened, ts = rediscover(c.opened, names)
 	ts, more := uniqueLabels(ts)
 	c.lastLabels = c.lastLabels[:0]
 	for _, t := range ts {

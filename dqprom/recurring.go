@@ -76,18 +76,7 @@ func NewRecurringCollector(queues ...*redisq.Queue) *RecurringCollector {
 // (WithTimeout).
 func NewRecurringCollectorWithOptions(queues []*redisq.Queue, opts ...RedisOption) *RecurringCollector {
 	c := &RecurringCollector{cfg: newRedisCollector(opts).cfg}
-	seen := map[*redisq.Queue]bool{}
-	var ts []*target
-	for _, q := range queues {
-		if q == nil {
-			panic("dqprom: nil queue")
-		}
-		if !seen[q] {
-			seen[q] = true
-			ts = append(ts, &target{name: q.Name(), label: QueueLabel(q.Name()), q: q})
-		}
-	}
-	c.fixed, c.notes = uniqueLabels(ts)
+	c.fixed, c.notes = uniqueLabels(fixedTargets(queues))
 	return c
 }
 
@@ -167,22 +156,8 @@ func (c *RecurringCollector) discover(ctx context.Context) ([]*target, []string,
 	if err != nil {
 		return nil, nil, err
 	}
-	opened := make(map[string]*target, len(names))
-	ts := make([]*target, 0, len(names))
-	for _, n := range names {
-		t := c.opened[n]
-		if t == nil {
-			t = &target{name: n, label: QueueLabel(n)}
-		}
-		opened[n] = t
-		ts = append(ts, t)
-	}
-	for n, t := range c.opened {
-		if opened[n] == nil && t.q != nil {
-			_ = t.q.Close()
-		}
-	}
-	c.opened = opened
+	var ts []*target
+	c.opened, ts = rediscover(c.opened, names)
 	ts, notes := uniqueLabels(ts)
 	return ts, notes, nil
 }

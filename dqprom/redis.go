@@ -185,6 +185,45 @@ type target struct {
 	q           *redisq.Queue // nil until opened
 }
 
+// fixedTargets returns the targets of a collector of the queues given, each
+// queue once. It panics on a nil queue.
+func fixedTargets(queues []*redisq.Queue) []*target {
+	seen := map[*redisq.Queue]bool{}
+	var ts []*target
+	for _, q := range queues {
+		if q == nil {
+			panic("dqprom: nil queue")
+		}
+		if !seen[q] {
+			seen[q] = true
+			ts = append(ts, &target{name: q.Name(), label: QueueLabel(q.Name()), q: q})
+		}
+	}
+	return ts
+}
+
+// rediscover returns the targets of names, reusing the queues of opened
+// (the previous discovery) and closing those no longer listed; the map
+// returned is the next discovery's opened.
+func rediscover(opened map[string]*target, names []string) (map[string]*target, []*target) {
+	next := make(map[string]*target, len(names))
+	ts := make([]*target, 0, len(names))
+	for _, n := range names {
+		t := opened[n]
+		if t == nil {
+			t = &target{name: n, label: QueueLabel(n)}
+		}
+		next[n] = t
+		ts = append(ts, t)
+	}
+	for n, t := range opened {
+		if next[n] == nil && t.q != nil {
+			_ = t.q.Close()
+		}
+	}
+	return next, ts
+}
+
 func newRedisCollector(opts []RedisOption) *RedisCollector {
 	c := &RedisCollector{cfg: redisConfig{timeout: ScrapeTimeout, scanKeys: DefaultScanKeys}}
 	for _, o := range opts {
@@ -210,18 +249,7 @@ func NewRedisCollector(queues ...*redisq.Queue) *RedisCollector {
 // (WithTimeout). It panics on a nil queue.
 func NewRedisCollectorWithOptions(queues []*redisq.Queue, opts ...RedisOption) *RedisCollector {
 	c := newRedisCollector(opts)
-	seen := map[*redisq.Queue]bool{}
-	var ts []*target
-	for _, q := range queues {
-		if q == nil {
-			panic("dqprom: nil queue")
-		}
-		if !seen[q] {
-			seen[q] = true
-			ts = append(ts, &target{name: q.Name(), label: QueueLabel(q.Name()), q: q})
-		}
-	}
-	c.fixed, c.notes = uniqueLabels(ts)
+	c.fixed, c.notes = uniqueLabels(fixedTargets(queues))
 	return c
 }
 
