@@ -260,3 +260,133 @@ func (q *Queue) Destroy(ctx context.Context) (int64, error) {
 	}
 	return deleted, q.unregister(ctx, err)
 }
+
+// RunNowOutcome says what RunNow did.
+type RunNowOutcome int
+
+const (
+	// RunNowMoved: a scheduled item that was not yet due is due now
+	// (behind the items already due).
+	RunNowMoved RunNowOutcome = iota + 1
+	// RunNowAlreadyDue: the item was due already; it keeps its place, so
+	// an overdue item is never put behind the items due after it.
+	RunNowAlreadyDue
+	// RunNowRequeued: a dead item is revived, due now, with attempts
+	// reset, as RequeueDead does (counted as requeued).
+	RunNowRequeued
+	// RunNowExtra: the item is the pending occurrence of a recurring
+	// registration (see Register), not yet due. It stays where it is, so
+	// the schedule's run happens at its time, and an extra run of it is
+	// enqueued, due now: RunNowResult.ID names it.
+	RunNowExtra
+)
+
+// String returns "moved", "already due", "requeued" or "extra run".
+func (o RunNowOutcome) String() string {
+	switch o {
+	case RunNowMoved:
+		return "moved"
+	case RunNowAlreadyDue:
+		return "already due"
+	case RunNowRequeued:
+		return "requeued"
+	case RunNowExtra:
+		return "extra run"
+	}
+	return fmt.Sprintf("RunNowOutcome(%d)", int(o))
+}
+
+// RunNowResult is what RunNow did.
+type RunNowResult struct {
+	Outcome RunNowOutcome
+	// ID is the item that runs: the one given, or the extra run's
+	// (RunNowExtra).
+	ID  string
+	Due time.Time // its due time, by the Redis clock
+}
+
+// RunNow makes the item id run as soon as a consumer is free, without ever
+// delaying it, which is what an operator's "run now" means:
+//
+//   - a scheduled item not yet due is made due now (RunNowMoved), behind
+//     the items already due;
+//   - an item already due keeps its place (RunNowAlreadyDue): an overdue
+//     item is not moved behind the ones due after it;
+//   - a dead item is revived due now with attempts reset (RunNowRequeued),
+//     as RequeueDead does;
+//   - the pending occurrence of a recurring registration (the item of its
+//     next occurrence, Registration.EnqueuedID, not yet due) is left in
+//     place, so that the schedule's run still happens at its time, and an
+//     extra run is enqueued due now with the occurrence's payload
+//     (RunNowExtra): an item of its own, OccurrenceID(name, t) for t the
+//     Redis time of the call, which the registration records as its last
+//     run (Registration.Last). Moving that occurrence instead
+//     (RescheduleAfter(id, 0)) would run it early and leave nothing at
+//     its time.
+//
+// It blocks for one round trip (two for a recurring occurrence: Redis
+// TIME names the extra run). It returns ErrInFlight when a consumer holds
+// the item (nothing changes), ErrNotFound for an unknown id, ErrClosed
+// after Close, or a Redis/context error (retrying is safe but for an extra
+// run, which may then be enqueued twice).
+func (q *Queue) RunNow(ctx context.Context, id string) (RunNowResult, error) {
+	if err := q.checkOp(id); err != nil {
+		return RunNowResult{}, err
+	}
+	name, _, occ := Occurrence(id)
+	if occ && checkRegName(name) != nil {
+		occ = false
+	}
+	if !occ {
+		r, err := q.run(ctx, scriptRunNow, []string{q.itemKey(id)}, id, "", "", "")
+		if err != nil {
+			return RunNowResult{}, err
+		}
+		return runNowResult(id, r)
+	}
+	// The extra run's id carries the time it was asked for, by Redis.
+	t, err := q.client.Time(ctx).Result()
+	if err != nil {
+		return RunNowResult{}, err
+	}
+	ms := dueMS(t)
+	for range 4 {
+		extra := occurrenceID(name, ms)
+		r, err := q.run(ctx, scriptRunNow, []string{q.itemKey(id), q.recKey(name), q.itemKey(extra)}, id, name, extra, ms)
+		if err != nil {
+			return RunNowResult{}, err
+		}
+		if toInt(r[0]) == 5 { // that id is taken (an occurrence at that very ms)
+			ms++
+			continue
+		}
+		res, err := runNowResult(id, r)
+		if res.Outcome == RunNowExtra {
+			res.ID = extra
+		}
+		return res, err
+	}
+	return RunNowResult{}, errors.New("redisq: run now: no free id for the extra run; try again")
+}
+
+func runNowResult(id string, r []interface{}) (RunNowResult, error) {
+	res := RunNowResult{ID: id}
+	switch toInt(r[0]) {
+	case 0:
+		return RunNowResult{}, ErrNotFound
+	case 2:
+		return RunNowResult{}, ErrInFlight
+	case 1:
+		res.Outcome = RunNowMoved
+	case 3:
+		res.Outcome = RunNowRequeued
+	case 4:
+		res.Outcome = RunNowAlreadyDue
+	case 6:
+		res.Outcome = RunNowExtra
+	default:
+		return RunNowResult{}, fmt.Errorf("redisq: run now: unexpected reply %v", r)
+	}
+	res.Due = msTime(toMS(r[1]))
+	return res, nil
+}

@@ -73,6 +73,12 @@ type Queue struct {
 	active    sync.WaitGroup
 	mu        sync.Mutex // guards active.Add against Close's Wait
 	closed    bool
+
+	regMu sync.Mutex
+	// registered: the recurring registrations this Queue value's Register
+	// calls stored or confirmed; its keepers record them as seen
+	// (Registration.Seen). Guarded by regMu.
+	registered map[string]bool
 }
 
 // New returns a Queue named name on client. name must be non-empty and must
@@ -113,6 +119,8 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 		wpref:  p + ":w:" + hex.EncodeToString(inst[:]) + ":",
 		inst:   "q" + hex.EncodeToString(inst[:]) + ".",
 		subsec: time.Second,
+
+		registered: map[string]bool{},
 	}
 	if o.waitClient != nil {
 		q.wait = o.waitClient

@@ -242,8 +242,12 @@ local code, first, fid, g, pv = 1, tonumber(ARGV[7]), ARGV[8], 1, nil
 local old = nil
 if f[1] then
   local v = tonumber(f[4])
-  if tonumber(ARGV[6]) < v then return {4, now, tonumber(f[7]), v} end
+  if tonumber(ARGV[6]) < v then
+    redis.call('HSET', R, 'sn', fmt(now))
+    return {4, now, tonumber(f[7]), v}
+  end
   if f[1] == ARGV[3] and f[2] == ARGV[4] and f[3] == ARGV[5] then
+    redis.call('HSET', R, 'sn', fmt(now))
     if tonumber(ARGV[6]) > v then redis.call('HSET', R, 'v', ARGV[6]) end
     return {3, now, tonumber(f[7]), 0}
   end
@@ -269,7 +273,7 @@ if not exists then
   arm(m)
 end
 redis.call('HSET', R, 's', ARGV[3], 'p', ARGV[4], 'cu', ARGV[5], 'v', ARGV[6], 'g', fmt(g), 'ut', fmt(now),
-  'at', fmt(first), 'id', fid, 'rq', ARGV[#ARGV], 'rr', enc({code, first}))
+  'at', fmt(first), 'id', fid, 'sn', fmt(now), 'rq', ARGV[#ARGV], 'rr', enc({code, first}))
 redis.call('HDEL', R, 'end')
 if code == 1 then redis.call('HSET', R, 'ct', fmt(now)) end
 if pv then redis.call('HSET', R, 'pv', fmt(pv)) end
@@ -369,6 +373,9 @@ func (q *Queue) registerAfter(ctx context.Context, name string, sched Schedule, 
 		}
 		switch code := toInt(r[0]); code {
 		case 1, 2, 3, 4:
+			q.regMu.Lock()
+			q.registered[name] = true
+			q.regMu.Unlock()
 			return RegisterOutcome(code), nil
 		case 5:
 			// The last occurrence that has come is at or after the first
@@ -441,6 +448,9 @@ func (q *Queue) Unregister(ctx context.Context, name string) (cancelled bool, er
 	if err != nil {
 		return false, err
 	}
+	q.regMu.Lock()
+	delete(q.registered, name)
+	q.regMu.Unlock()
 	if toInt(r[0]) == 0 {
 		return false, ErrNotFound
 	}
@@ -466,36 +476,73 @@ type Registration struct {
 	// EnqueuedID its item's id.
 	Enqueued   time.Time
 	EnqueuedID string
-	// Last is the latest occurrence that has come (zero if none yet): the
-	// one enqueued if it is due, else the one before it.
+	// Last is the latest run that has come (zero if none yet): the
+	// occurrence enqueued if it is due, else the one before it; or, if
+	// later, an extra run (RunNow) or the enqueued occurrence's item that
+	// an operator moved to run early. A cancelled occurrence counts as
+	// come at its time.
 	Last time.Time
-	// Next is the next occurrence to come: the one enqueued if it is not
-	// yet due, else the schedule's next after it, which no keeper has
-	// enqueued yet (it is in the past when no keeper has run for a while).
-	// Zero when the series ended or Schedule is nil.
+	// Next is the next run to come: the occurrence enqueued if it is not
+	// yet due and its item still waits for its time; when an operator
+	// cancelled or deleted that item, the schedule's next occurrence after
+	// it (which a keeper enqueues when the cancelled one's time comes);
+	// when they moved it later, the earlier of the two. Once the
+	// occurrence enqueued is due, Next is the schedule's next after it,
+	// which no keeper has enqueued yet: it is in the past when no process
+	// keeps the registration. Zero when the series ended or Schedule is
+	// nil.
 	Next time.Time
 	// Ended is set when the schedule had no occurrence after the last one
 	// enqueued; the registration stays until Unregister.
-	Ended       bool
+	Ended bool
+	// Seen is when a process whose code registers it last said so: a
+	// Register call, then every minute the keeper (KeepRecurring, run by
+	// every Worker) of the Queue value that registered it. Zero when none
+	// has since this version of redisq. See Orphaned.
+	Seen time.Time
 	PayloadSize int64
 	Payload     []byte // set by Registration only
 }
 
+// OrphanAfter is how long a registration goes unseen (Registration.Seen)
+// before Orphaned reports it: three of the keepers' rounds (seenEvery).
+const OrphanAfter = 3 * time.Minute
+
+// seenEvery is how often a keeper records that the registrations of its
+// Queue value are still registered by live code (a variable for tests).
+var seenEvery = time.Minute
+
+// Orphaned reports whether no live process has registered r within
+// OrphanAfter before now (a Redis time, such as Stats.Now): the code that
+// called Register is gone (removed, or every process running it stopped),
+// or its processes run no keeper (KeepRecurring; every Worker runs one,
+// unless WorkerOptions.NoRecurring). Occurrences of an orphaned
+// registration are still enqueued by any keeper: remove it with
+// Unregister once its code is gone.
+func (r Registration) Orphaned(now time.Time) bool {
+	return r.Seen.IsZero() || now.Sub(r.Seen) > OrphanAfter
+}
+
 // regFields is the number of reply elements per registration of the list
 // and get scripts.
-const regFields = 13
+const regFields = 17
 
 // luaRegOut defines reg_out(out, name, withp): it appends the registration
-// name's fields (name, s, cu, v, ct, ut, g, at, pv, end, id, payload size,
-// payload or an empty string) to out, or nothing when its hash is missing. Its hash is
-// found while running; the scripts using it do not write.
+// name's fields (name, s, cu, v, ct, ut, g, at, pv, end, id, rn, sn, the
+// state and due time of the item of id, payload size, payload or an empty
+// string) to out, or nothing when its hash is missing. Its hash and that
+// item's are found while running; the scripts using it do not write.
 const luaRegOut = `
 local function reg_out(out, name, withp)
   local R = rec_key(name)
-  local f = redis.call('HMGET', R, 's', 'cu', 'v', 'ct', 'ut', 'g', 'at', 'pv', 'end', 'id')
+  local f = redis.call('HMGET', R, 's', 'cu', 'v', 'ct', 'ut', 'g', 'at', 'pv', 'end', 'id', 'rn', 'sn')
   if not f[1] then return end
   out[#out + 1] = name
-  for i = 1, 10 do out[#out + 1] = f[i] or '' end
+  for i = 1, 12 do out[#out + 1] = f[i] or '' end
+  local it = {}
+  if f[10] then it = redis.call('HMGET', ARGV[1] .. f[10], 'st', 'due') end
+  out[#out + 1] = it[1] or ''
+  out[#out + 1] = it[2] or ''
   out[#out + 1] = redis.call('HSTRLEN', R, 'p')
   if withp then out[#out + 1] = redis.call('HGET', R, 'p') or '' else out[#out + 1] = '' end
 end
@@ -532,6 +579,9 @@ type regRow struct {
 	gen            int64
 	at, prev       int64
 	hasPrev, ended bool
+	extra, seen    int64  // the last extra run (RunNow) and the last sighting (ms), 0 if none
+	itemState      string // the state code of the item of id ("" when it is gone)
+	itemDue        int64  // its due time (ms)
 	size           int64
 	payload        string
 }
@@ -544,7 +594,8 @@ func parseRegRows(r []interface{}) []regRow {
 		rows = append(rows, regRow{
 			name: s(0), spec: s(1), catchUp: int(n(2)), version: n(3), created: n(4), updated: n(5),
 			gen: n(6), at: n(7), prev: n(8), hasPrev: s(8) != "", ended: s(9) == "1", id: s(10),
-			size: n(11), payload: s(12),
+			extra: n(11), seen: n(12), itemState: s(13), itemDue: toMS(r[i+14]),
+			size: n(15), payload: s(16),
 		})
 	}
 	return rows
@@ -587,19 +638,58 @@ func registration(row regRow, now int64) Registration {
 		Ended:       row.ended,
 		PayloadSize: row.size,
 	}
-	g.Schedule, g.SpecErr = ParseSchedule(row.spec)
-	if row.at > now {
-		g.Next = msTime(row.at)
-		if row.hasPrev {
-			g.Last = msTime(row.prev)
-		}
-		return g
+	if row.seen > 0 {
+		g.Seen = msTime(row.seen)
 	}
-	g.Last = msTime(row.at)
-	if g.Schedule != nil && !row.ended {
-		if n, ok, err := nextOccurrence(g.Schedule, row.at); err == nil && ok {
-			g.Next = msTime(n)
+	g.Schedule, g.SpecErr = ParseSchedule(row.spec)
+	// after is the schedule's occurrence after the watermark, which a
+	// keeper enqueues when the watermark comes.
+	after := func() time.Time {
+		if g.Schedule == nil || row.ended {
+			return time.Time{}
 		}
+		if n, ok, err := nextOccurrence(g.Schedule, row.at); err == nil && ok {
+			return msTime(n)
+		}
+		return time.Time{}
+	}
+	var last int64
+	hasLast := false
+	setLast := func(t int64) {
+		if !hasLast || t > last {
+			last, hasLast = t, true
+		}
+	}
+	if row.at > now {
+		if row.hasPrev {
+			setLast(row.prev)
+		}
+		// The occurrence enqueued has not come. Its item runs at its time
+		// unless an operator moved, cancelled or deleted it; the series
+		// goes on at the watermark all the same.
+		switch pending := row.itemState == "s"; {
+		case pending && row.itemDue == row.at:
+			g.Next = msTime(row.at)
+		case pending && row.itemDue > now:
+			g.Next = msTime(row.itemDue)
+			if a := after(); !a.IsZero() && a.Before(g.Next) {
+				g.Next = a
+			}
+		default:
+			g.Next = after()
+			if row.itemState != "" && row.itemDue != row.at && row.itemDue <= now {
+				setLast(row.itemDue) // moved to run early
+			}
+		}
+	} else {
+		setLast(row.at)
+		g.Next = after()
+	}
+	if row.extra > 0 {
+		setLast(row.extra)
+	}
+	if hasLast {
+		g.Last = msTime(last)
 	}
 	return g
 }

@@ -138,7 +138,7 @@ func (k *keeper) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	reread := true
-	var lastRead time.Time
+	var lastRead, seenAt time.Time
 	for ctx.Err() == nil {
 		if reread {
 			feedID, err := k.readAll(ctx)
@@ -147,6 +147,13 @@ func (k *keeper) run(ctx context.Context) {
 				continue
 			}
 			reread, lastRead = false, time.Now()
+			if seenAt.IsZero() || time.Since(seenAt) >= seenEvery {
+				if err := k.q.markSeen(ctx); err != nil {
+					k.q.opt.logger.Debug("redisq: keeping recurring registrations: recording them as seen", "queue", k.q.name, "err", err)
+				} else {
+					seenAt = time.Now()
+				}
+			}
 			if !started {
 				started = true
 				watcher.Add(1)
@@ -440,4 +447,44 @@ func (k *keeper) plan(r *keptReg, now int64) (occ []int64, skip int64, hasSkip, 
 		return occ, c, true, !ok, err
 	}
 	return append(occ, n), c, true, false, nil
+}
+
+// seen: KEYS the hashes of the registrations ARGV[2...]. Records Redis
+// TIME as their sighting (sn) in those that exist: live code registers
+// them (see Registration.Seen). Returns {the number recorded}.
+var scriptSeen = newScript(luaRec + `
+local now = now_ms()
+local n = 0
+for i = 2, #ARGV do
+  local R = rec_key(ARGV[i])
+  if redis.call('EXISTS', R) == 1 then
+    redis.call('HSET', R, 'sn', fmt(now))
+    n = n + 1
+  end
+end
+return {n}
+`)
+
+// markSeen records the registrations this Queue value registered as seen,
+// one script per regPage of them.
+func (q *Queue) markSeen(ctx context.Context) error {
+	q.regMu.Lock()
+	names := make([]string, 0, len(q.registered))
+	for n := range q.registered {
+		names = append(names, n)
+	}
+	q.regMu.Unlock()
+	for len(names) > 0 {
+		page := names[:min(len(names), regPage)]
+		names = names[len(page):]
+		keys := make([]string, len(page))
+		args := make([]interface{}, len(page))
+		for i, n := range page {
+			keys[i], args[i] = q.recKey(n), n
+		}
+		if _, err := q.run(ctx, scriptSeen, keys, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
