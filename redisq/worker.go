@@ -45,11 +45,24 @@ type WorkerOptions struct {
 	// NoRecurring: do not keep the queue's recurring registrations
 	// (Queue.KeepRecurring), which a worker does while it takes work.
 	NoRecurring bool
+	// ShutdownTimeout is how long the running handlers may take to finish
+	// once Run's ctx has ended (default DefaultShutdownTimeout) before
+	// their contexts are cancelled and their messages handed back. A
+	// negative value cancels them at once. Shutdown(ctx) sets its own
+	// bound instead.
+	ShutdownTimeout time.Duration
 }
+
+// DefaultShutdownTimeout is WorkerOptions.ShutdownTimeout when it is 0:
+// asynq's default, under the grace period of common orchestrators
+// (Docker's 10 s, Kubernetes' 30 s) so that what is unfinished is handed
+// back before the process is killed.
+const DefaultShutdownTimeout = 8 * time.Second
 
 // ErrWorkerStopped is the cause of the cancellation of a handler's context
 // when a Worker stops before the handler returns: Shutdown's context ended,
-// or Run's did. The message has been handed back (Message.Release) by then.
+// or the ShutdownTimeout after the end of Run's did. The message has been
+// handed back (Message.Release) by then.
 var ErrWorkerStopped = errors.New("redisq: worker stopped")
 
 // SkipRetryError is a handler error that no retry can fix: the worker
@@ -179,12 +192,14 @@ type Worker struct {
 	// recurring: Run keeps the queue's recurring registrations
 	// (WorkerOptions.NoRecurring unset).
 	recurring bool
+	grace     time.Duration // after Run's ctx ends, before a forced stop (< 0: none)
 
 	jobs      chan dispatch // claimed messages for the handlers (capacity n)
 	idle      chan struct{} // one token per idle handler (capacity n)
 	ackSignal chan struct{} // capacity 1: acks are waiting
 	ackQuit   chan struct{} // closed when no more acks will come
 	done      chan struct{} // closed when Run has returned (or will, without starting)
+	ended     chan struct{} // closed when Run's goroutines have returned
 	quiet     chan struct{} // closed when nothing is taken nor held any more
 	forceOnce sync.Once
 
@@ -254,6 +269,10 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 	if log == nil {
 		log = q.opt.logger
 	}
+	grace := opts.ShutdownTimeout
+	if grace == 0 {
+		grace = DefaultShutdownTimeout
+	}
 	h = recoverPanics(h)
 	for i := len(opts.Middleware) - 1; i >= 0; i-- {
 		if opts.Middleware[i] != nil {
@@ -265,6 +284,7 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 		h:         h,
 		n:         n,
 		recurring: !opts.NoRecurring,
+		grace:     grace,
 		log:       log,
 		vis:       q.opt.visibility,
 		every:     q.opt.visibility / 3,
@@ -273,6 +293,7 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 		ackSignal: make(chan struct{}, 1),
 		ackQuit:   make(chan struct{}),
 		done:      make(chan struct{}),
+		ended:     make(chan struct{}),
 		quiet:     make(chan struct{}),
 	}
 	for range n {
@@ -286,12 +307,15 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 // returned: the taking goroutine, the handlers (however long they take to
 // honour their cancelled ctx) and the acks. It returns nil when stopped by
 // ctx or Shutdown, or ErrClosed when the Queue was closed (the handlers
-// running then are settled first). The end of ctx is a Shutdown whose
-// context has already ended: taking stops, running handlers' contexts are
-// cancelled (cause ErrWorkerStopped) and their messages handed back at
-// once; Shutdown with a deadline lets them finish first. Handlers' contexts
-// carry ctx's values, not its cancellation. Run panics if called twice;
-// after Shutdown it returns nil at once.
+// running then are settled first). The end of ctx is a graceful shutdown,
+// so that the context of signal.NotifyContext can be given as it is:
+// taking stops at once, the running handlers get
+// WorkerOptions.ShutdownTimeout (default 8 s) to finish and have their
+// messages settled, and those still running then are stopped as by a
+// Shutdown whose context ended (their contexts cancelled with cause
+// ErrWorkerStopped, their messages handed back at once). Handlers'
+// contexts carry ctx's values, not its cancellation. Run panics if called
+// twice; after Shutdown it returns nil at once.
 //
 // Redis errors do not stop Run: a failed Take is logged and retried after
 // a pause (10ms, doubling up to 1s); a failed Ack, Nack or extension is
@@ -320,7 +344,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Unlock()
 
 	stopped := make(chan struct{})
-	unwatch := context.AfterFunc(ctx, func() { defer close(stopped); w.stop(true) })
+	unwatch := context.AfterFunc(ctx, func() { defer close(stopped); w.stopGracefully() })
 	var wg sync.WaitGroup
 	for _, s := range w.slots {
 		wg.Add(1)
@@ -351,6 +375,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	wg.Wait()
 	close(w.ackQuit)
 	<-acked
+	close(w.ended)
 	if !unwatch() {
 		<-stopped
 	}
@@ -395,6 +420,24 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	case <-w.done:
 	}
 	return ctx.Err()
+}
+
+// stopGracefully is the end of Run's ctx: it ends taking, lets the
+// handlers run for the worker's grace period, then stops them (unless Run
+// has ended by then).
+func (w *Worker) stopGracefully() {
+	if !w.stop(w.grace < 0) || w.grace < 0 {
+		return
+	}
+	t := time.NewTimer(w.grace)
+	defer t.Stop()
+	select {
+	case <-w.ended:
+	case <-t.C:
+		w.log.Warn("redisq: worker: handlers still running at the end of the shutdown timeout; stopping them and handing their messages back",
+			"queue", w.q.name, "shutdown_timeout", w.grace)
+		w.stop(true)
+	}
 }
 
 // stop ends taking and, with force, cancels the running handlers and
@@ -773,25 +816,39 @@ func recoverPanics(h Handler) Handler {
 // settle gives back a message whose handler failed, by Outcome: DeadLetter
 // for a SkipRetryError, NackAfter for a RetryAfterError, else (a panic
 // too) Nack with the backoff; the reason is the error's text (truncated to
-// MaxReasonLen).
+// MaxReasonLen). A message that this kills is logged at Warn, whatever the
+// middleware: a dead letter waits for an operator.
 func (w *Worker) settle(m *Message, herr error) {
 	ctx, cancel := context.WithTimeout(w.base, settleTimeout)
 	defer cancel()
 	reason := herr.Error()
+	var out NackOutcome
 	var err error
 	switch Outcome(herr) {
 	case "skip_retry":
-		_, err = m.DeadLetter(ctx, reason)
+		out, err = m.DeadLetter(ctx, reason)
 	case "retry_after":
 		var later *RetryAfterError
 		errors.As(herr, &later)
-		_, err = m.NackWith(ctx, NackDelay(later.Delay), NackReason(reason))
+		var r NackResult
+		r, err = m.NackWith(ctx, NackDelay(later.Delay), NackReason(reason))
+		out = r.Outcome
 	default: // "error", "panic"
-		_, err = m.NackWith(ctx, NackReason(reason))
+		var r NackResult
+		r, err = m.NackWith(ctx, NackReason(reason))
+		out = r.Outcome
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		w.log.Warn("redisq: worker: settling a failed message failed; it is redelivered after its lease",
 			"queue", w.q.name, "id", m.ID, "attempt", m.Attempts, "err", err)
+	case out == NackDeadLettered:
+		why := "skip retry"
+		if Outcome(herr) != "skip_retry" {
+			why = "max attempts"
+		}
+		w.log.Warn("redisq: worker: message dead-lettered", "queue", w.q.name, "id", m.ID,
+			"attempt", m.Attempts, "cause", why, "err", reason)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha1"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -559,9 +560,10 @@ func TestWorkerShutdownWhileIdle(t *testing.T) {
 	require.Panics(t, func() { _ = w2.Run(context.Background()) })
 }
 
-// The end of Run's ctx stops the worker as a Shutdown whose time is up:
-// handlers are cancelled (ErrWorkerStopped), their messages handed back
-// uncounted, and Run returns nil once the handlers have returned.
+// The end of Run's ctx stops the worker as a Shutdown whose time is up once
+// the ShutdownTimeout has passed: handlers still running are cancelled
+// (ErrWorkerStopped), their messages handed back uncounted, and Run returns
+// nil once the handlers have returned.
 func TestWorkerRunContextStops(t *testing.T) {
 	noLeaks(t)
 	s := startRedis(t)
@@ -578,7 +580,7 @@ func TestWorkerRunContextStops(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // a handler slow to notice
 		cause = context.Cause(ctx)
 		return nil
-	}, WorkerOptions{})
+	}, WorkerOptions{ShutdownTimeout: 200 * time.Millisecond})
 	rctx, cancel := context.WithCancel(ctx)
 	res := make(chan error, 1)
 	go func() { res <- w.Run(rctx) }()
@@ -598,6 +600,112 @@ func TestWorkerRunContextStops(t *testing.T) {
 	st, err := q.Stats(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 0, st.Acked+st.Nacked+st.Expired, "result dropped")
+}
+
+// Regression (issue 24, item 4): the README's worker ran on the signal
+// context, whose end cancelled the running handlers at once; their items
+// ran again after the restart (4 jobs of 3 s each ran twice). The end of
+// Run's ctx now lets them finish within the ShutdownTimeout, and their
+// messages are acked.
+func TestWorkerRunContextEndLetsHandlersFinish(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "wgrace", WithVisibilityTimeout(time.Minute))
+	ctx := context.Background()
+	for i := range 4 {
+		_, err := q.EnqueueAfter(ctx, fmt.Sprint("job", i), nil, 0)
+		require.NoError(t, err)
+	}
+	var running, finished sync.WaitGroup
+	running.Add(4)
+	var mu sync.Mutex
+	runs := map[string]int{}
+	w := NewWorker(q, func(ctx context.Context, m *Message) error {
+		mu.Lock()
+		runs[m.ID]++
+		mu.Unlock()
+		running.Done()
+		select {
+		case <-time.After(300 * time.Millisecond): // the job's work
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}, WorkerOptions{Concurrency: 4})
+	sig, stop := context.WithCancel(ctx) // as signal.NotifyContext's
+	res := make(chan error, 1)
+	finished.Add(1)
+	go func() { defer finished.Done(); res <- w.Run(sig) }()
+	waitGroup(t, &running, 20*time.Second)
+	stop() // SIGTERM
+	select {
+	case err := <-res:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, st.Acked, "every running job finished and was acked")
+	require.Zero(t, st.Scheduled+st.InFlight, "nothing is left to run again")
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range runs {
+		require.Equal(t, 1, n, id)
+	}
+}
+
+// Issue 24, item 5: a handler's error that dead-letters its message is
+// logged at Warn by the worker itself, without the Logging middleware.
+func TestWorkerLogsDeadLetters(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "wdead", WithMaxAttempts(1))
+	ctx := context.Background()
+	for _, id := range []string{"skip", "spent", "fine"} {
+		_, err := q.EnqueueAfter(ctx, id, nil, 0)
+		require.NoError(t, err)
+	}
+	var logs syncBuffer
+	w := NewWorker(q, func(ctx context.Context, m *Message) error {
+		switch m.ID {
+		case "skip":
+			return SkipRetry(errors.New("bad input"))
+		case "spent":
+			return errors.New("upstream down")
+		}
+		return nil
+	}, WorkerOptions{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	runWorker(t, w)
+	eventually(t, 20*time.Second, "both dead", func() bool {
+		st, err := q.Stats(ctx)
+		require.NoError(t, err)
+		return st.Dead == 2 && st.Acked == 1
+	})
+	eventually(t, 5*time.Second, "both logged", func() bool {
+		return strings.Count(logs.String(), "message dead-lettered") == 2
+	})
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		if r["msg"] == "redisq: worker: message dead-lettered" {
+			recs = append(recs, r)
+		}
+	}
+	require.Len(t, recs, 2)
+	byID := map[string]map[string]any{}
+	for _, r := range recs {
+		require.Equal(t, "WARN", r["level"])
+		require.Equal(t, "wdead", r["queue"])
+		byID[r["id"].(string)] = r
+	}
+	require.Equal(t, "skip retry", byID["skip"]["cause"])
+	require.Equal(t, "bad input", byID["skip"]["err"])
+	require.Equal(t, "max attempts", byID["spent"]["cause"])
+	require.Equal(t, "upstream down", byID["spent"]["err"])
 }
 
 // Closing the Queue stops the worker: the running handler finishes, its
