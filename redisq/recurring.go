@@ -499,7 +499,7 @@ type Registration struct {
 	// Register call, then every minute the keeper (KeepRecurring, run by
 	// every Worker) of the Queue value that registered it. Zero when none
 	// has since this version of redisq. See Orphaned.
-	Seen time.Time
+	Seen        time.Time
 	PayloadSize int64
 	Payload     []byte // set by Registration only
 }
