@@ -18,7 +18,11 @@ var (
 	recLast = queueDesc("redisq_recurring_last_occurrence_timestamp_seconds",
 		"When the latest occurrence of the registration that has come was due (Unix time by the Redis clock); absent before the first.", "name")
 	recNext = queueDesc("redisq_recurring_next_occurrence_timestamp_seconds",
-		"When the next occurrence of the registration is due (Unix time by the Redis clock); in the past when no process keeps it (KeepRecurring), absent when its series ended.", "name")
+		"When the next run of the registration is due (Unix time by the Redis clock); in the past when no process keeps it (KeepRecurring), absent when its series ended or this exporter cannot compute its schedule.", "name")
+	recEnqueued = queueDesc("redisq_recurring_enqueued_occurrence_timestamp_seconds",
+		"The latest occurrence of the registration that a keeper enqueued (Unix time by the Redis clock): a keeper enqueues the next one when it falls due, so it is in the past only while no process able to compute the schedule keeps it.", "name")
+	recSeen = queueDesc("redisq_recurring_seen_timestamp_seconds",
+		"When live code last registered the registration (Registration.Seen: Register, then every minute the keeper of the registering process); 0 when none of this redisq version has.", "name")
 	recScrapeErr = queueDesc("redisq_recurring_scrape_error",
 		"1 for each problem in reading the queue's registrations at this scrape; the error label says what.", "error")
 	recDiscoveryErr = prometheus.NewDesc("redisq_recurring_discovery_error",
@@ -35,8 +39,11 @@ var (
 //
 //	redisq_recurring_registrations{queue}                           gauge  registrations of the queue
 //	redisq_recurring_last_occurrence_timestamp_seconds{queue,name}  gauge  the latest occurrence that has come (absent before the first)
-//	redisq_recurring_next_occurrence_timestamp_seconds{queue,name}  gauge  the next occurrence (absent when the series ended)
-//	redisq_recurring_scrape_error{queue,error}                      gauge  1 for each problem in reading the queue's registrations
+//	redisq_recurring_next_occurrence_timestamp_seconds{queue,name}  gauge  the next run (absent when the series ended)
+//	redisq_recurring_enqueued_occurrence_timestamp_seconds{queue,name} gauge  the latest occurrence enqueued (the watermark)
+//	redisq_recurring_seen_timestamp_seconds{queue,name}             gauge  when live code last registered it (0: never)
+//	redisq_recurring_scrape_error{queue,error}                      gauge  1 for each problem in reading the queue's registrations,
+//	                                                                        and for each registration whose schedule it cannot compute
 //	redisq_recurring_discovery_error{error}                         gauge  1 for each queue left out (two with one label)
 //
 // Times are Unix seconds by the Redis clock; "name" is QueueLabel of the
@@ -45,8 +52,13 @@ var (
 // after it, which a keeper enqueues when it runs: a next occurrence in the
 // past means that no process keeps the registration (alert on
 // time() - redisq_recurring_next_occurrence_timestamp_seconds > 60, say).
-// A registration whose schedule this process cannot compute has no next
-// occurrence.
+// A registration whose schedule this process cannot compute (written by a
+// later version) has no next run, and a scrape error names it; its
+// enqueued occurrence, which the keepers move a period ahead, still tells
+// whether any process keeps it. A registration that live code no longer
+// registers (its Register call removed) is seen no more: alert on
+// time() - redisq_recurring_seen_timestamp_seconds > 180
+// (redisq.OrphanAfter).
 //
 // Each scrape reads every registration of every queue (redisq
 // Queue.Registrations: one script per 100 registrations), up to 8 queues
@@ -95,7 +107,7 @@ func NewRecurringServerCollector(client redis.UniversalClient, opts ...RedisOpti
 
 // Describe implements prometheus.Collector.
 func (c *RecurringCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{recRegistrations, recLast, recNext, recScrapeErr, recDiscoveryErr, recListErr} {
+	for _, d := range []*prometheus.Desc{recRegistrations, recLast, recNext, recEnqueued, recSeen, recScrapeErr, recDiscoveryErr, recListErr} {
 		ch <- d
 	}
 }
@@ -212,6 +224,17 @@ func RecurringMetrics(out []prometheus.Metric, queue string, regs []redisq.Regis
 		}
 		if !r.Next.IsZero() {
 			out = append(out, constMetric(recNext, prometheus.GaugeValue, float64(r.Next.UnixMilli())/1e3, queue, l))
+		}
+		out = append(out, constMetric(recEnqueued, prometheus.GaugeValue, float64(r.Enqueued.UnixMilli())/1e3, queue, l))
+		seen := 0.0
+		if !r.Seen.IsZero() {
+			seen = float64(r.Seen.UnixMilli()) / 1e3
+		}
+		out = append(out, constMetric(recSeen, prometheus.GaugeValue, seen, queue, l))
+		if r.SpecErr != nil {
+			// No next run to alert on: say why, where the alerts look.
+			out = append(out, constMetric(recScrapeErr, prometheus.GaugeValue, 1, queue, errorLabel(fmt.Errorf(
+				"registration %q: schedule %q cannot be computed by this exporter (written by a later version?): %v", l, r.Spec, r.SpecErr))))
 		}
 	}
 	return out

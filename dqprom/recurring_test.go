@@ -48,7 +48,7 @@ func TestRecurringCollector(t *testing.T) {
 # HELP redisq_recurring_last_occurrence_timestamp_seconds When the latest occurrence of the registration that has come was due (Unix time by the Redis clock); absent before the first.
 # TYPE redisq_recurring_last_occurrence_timestamp_seconds gauge
 redisq_recurring_last_occurrence_timestamp_seconds{name="hourly",queue="mail"} %s
-# HELP redisq_recurring_next_occurrence_timestamp_seconds When the next occurrence of the registration is due (Unix time by the Redis clock); in the past when no process keeps it (KeepRecurring), absent when its series ended.
+# HELP redisq_recurring_next_occurrence_timestamp_seconds When the next run of the registration is due (Unix time by the Redis clock); in the past when no process keeps it (KeepRecurring), absent when its series ended or this exporter cannot compute its schedule.
 # TYPE redisq_recurring_next_occurrence_timestamp_seconds gauge
 redisq_recurring_next_occurrence_timestamp_seconds{name="bad\\xffname\\x0a",queue="mail"} %s
 redisq_recurring_next_occurrence_timestamp_seconds{name="daily",queue="mail"} %s
@@ -57,8 +57,32 @@ redisq_recurring_next_occurrence_timestamp_seconds{name="hourly",queue="mail"} %
 # TYPE redisq_recurring_registrations gauge
 redisq_recurring_registrations{queue="mail"} 3
 `, secs(past), secs(hour.Next(now)), secs(redisq.EveryPhase(24*time.Hour, 9*time.Hour).Next(now)), secs(past.Add(time.Hour)))
+	// The watermark and the sighting of each, as Registrations reads them.
+	regs, err := q.Registrations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq := `
+# HELP redisq_recurring_enqueued_occurrence_timestamp_seconds The latest occurrence of the registration that a keeper enqueued (Unix time by the Redis clock): a keeper enqueues the next one when it falls due, so it is in the past only while no process able to compute the schedule keeps it.
+# TYPE redisq_recurring_enqueued_occurrence_timestamp_seconds gauge
+`
+	seen := `
+# HELP redisq_recurring_seen_timestamp_seconds When live code last registered the registration (Registration.Seen: Register, then every minute the keeper of the registering process); 0 when none of this redisq version has.
+# TYPE redisq_recurring_seen_timestamp_seconds gauge
+`
+	for _, r := range regs {
+		if r.Seen.IsZero() {
+			t.Fatalf("%q not seen at Register", r.Name)
+		}
+		l := dqprom.QueueLabel(r.Name)
+		if l != r.Name {
+			l = `bad\\xffname\\x0a`
+		}
+		enq += fmt.Sprintf("redisq_recurring_enqueued_occurrence_timestamp_seconds{name=\"%s\",queue=\"mail\"} %s\n", l, secs(r.Enqueued))
+		seen += fmt.Sprintf("redisq_recurring_seen_timestamp_seconds{name=\"%s\",queue=\"mail\"} %s\n", l, secs(r.Seen))
+	}
 	for _, col := range []prometheus.Collector{dqprom.NewRecurringCollector(q), dqprom.NewRecurringServerCollector(c)} {
-		if err := testutil.CollectAndCompare(col, strings.NewReader(want)); err != nil {
+		if err := testutil.CollectAndCompare(col, strings.NewReader(want+enq+seen)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -107,4 +131,26 @@ func TestRecurringCollectorFailures(t *testing.T) {
 	if strings.Contains(body, "redisq_recurring_registrations") {
 		t.Errorf("registrations reported from a stopped server:\n%s", body)
 	}
+}
+
+// Regression (issue 24, item 2): a registration whose schedule this
+// version cannot parse (written by a newer one) had no next-occurrence
+// series and no error, so the documented "behind" alert never fired. It is
+// a scrape error naming it, and its enqueued occurrence is still exported
+// (once it has come, no next run can be computed).
+func TestRecurringCollectorUnknownSchedule(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "q")
+	if _, err := q.Register(ctx, "x", redisq.Every(5*time.Minute), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HSet(ctx, "{dq:q}:rec:x", "s", "every 5m jitter 10s").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, body := served(t, dqprom.NewRecurringCollector(q))
+	wantLines(t, body, `redisq_recurring_scrape_error{error="registration \"x\": schedule \"every 5m jitter 10s\" cannot be computed`, `queue="q"} 1`)
+	wantLines(t, body, `redisq_recurring_enqueued_occurrence_timestamp_seconds{name="x",queue="q"} `)
 }
