@@ -116,13 +116,34 @@ func (q *Queue) deadOne(ctx context.Context, id, op string) error {
 // after Close, or a Redis/context error together with the number revived
 // until then.
 func (q *Queue) RequeueAllDead(ctx context.Context) (int64, error) {
-	return q.deadBatches(ctx, "requeue")
+	return q.deadBatches(ctx, "requeue", "")
+}
+
+// RequeueDeadByReason is RequeueAllDead for the dead items that died of
+// exactly reason (Item.DeadReason; see DeadReasons): those dead when it was
+// called are revived, in batches of 200 examined dead items, so its cost
+// grows with the dead set, not with the group. An empty reason is an
+// error.
+func (q *Queue) RequeueDeadByReason(ctx context.Context, reason string) (int64, error) {
+	if reason == "" {
+		return 0, errors.New("redisq: empty dead reason")
+	}
+	return q.deadBatches(ctx, "requeue", reason)
+}
+
+// DeleteDeadByReason is DeleteAllDead for the dead items that died of
+// exactly reason; batches and outcomes as RequeueDeadByReason.
+func (q *Queue) DeleteDeadByReason(ctx context.Context, reason string) (int64, error) {
+	if reason == "" {
+		return 0, errors.New("redisq: empty dead reason")
+	}
+	return q.deadBatches(ctx, "deldead", reason)
 }
 
 // DeleteAllDead deletes every item that was dead when it was called and
 // returns how many; batches and outcomes as RequeueAllDead.
 func (q *Queue) DeleteAllDead(ctx context.Context) (int64, error) {
-	return q.deadBatches(ctx, "deldead")
+	return q.deadBatches(ctx, "deldead", "")
 }
 
 // Purge empties one state and returns how many items it changed: scheduled
@@ -147,17 +168,19 @@ func (q *Queue) Purge(ctx context.Context, state State) (int64, error) {
 		}
 		return n, err
 	case StateDead:
-		return q.deadBatches(ctx, "deldead")
+		return q.deadBatches(ctx, "deldead", "")
 	}
 	return 0, fmt.Errorf("redisq: bad state %d", int(state))
 }
 
 // deadBatches runs scriptBulkDead's op ("requeue" or "deldead") on the
-// items dead when it was called: the first batch reads where the dead set
-// ends (its last score, and the sequence, which every later death takes a
-// number of), and every batch handles only the items within it. Items that
-// die meanwhile are skipped, and the next batch starts past the skipped ones.
-func (q *Queue) deadBatches(ctx context.Context, op string) (int64, error) {
+// items dead when it was called (of reason only, unless it is empty): the
+// first batch reads where the dead set ends (its last score, and the
+// sequence, which every later death takes a number of), and every batch
+// handles only the items within it. Items that die meanwhile, or of
+// another reason, are skipped, and the next batch starts past the skipped
+// ones.
+func (q *Queue) deadBatches(ctx context.Context, op, reason string) (int64, error) {
 	if q.isClosed() {
 		return 0, ErrClosed
 	}
@@ -170,7 +193,7 @@ func (q *Queue) deadBatches(ctx context.Context, op string) (int64, error) {
 	var changed, skipped int64
 	cutSeq, cutScore := "", ""
 	for {
-		r, err := q.run(ctx, scriptBulkDead, nil, op, adminBatch, skipped, cutSeq, cutScore)
+		r, err := q.run(ctx, scriptBulkDead, nil, op, adminBatch, skipped, cutSeq, cutScore, reason)
 		if err != nil {
 			return changed, err
 		}

@@ -32,36 +32,95 @@ end
 const itemStride = 11
 
 // list: ARGV[2] state code (s/l/d), ARGV[3] offset, ARGV[4] limit, ARGV[5]
-// "1" for payloads, ARGV[6] "1" for reverse order. Returns {now, total,
-// item...}: at most limit items, and with payloads it stops after the item
-// that brings them to listBytes.
+// "1" for payloads, ARGV[6] "1" for reverse order, ARGV[7] a dead reason
+// to filter by ("" for none). Returns {now, total, examined, {the index
+// of each item among the examined members}, item...}: at
+// most limit items, and with payloads it stops after the item that brings
+// them to listBytes. With a reason it examines up to maxFilterScan members
+// from the offset and returns those whose reason is exactly it; examined
+// is how many members the page went through.
 var scriptList = newScript(luaCommon + luaItem + `
 local z = zset_of(ARGV[2])
 local off = tonumber(ARGV[3])
 local lim = tonumber(ARGV[4])
+local why = ARGV[7]
+local span = lim
+if why ~= '' then span = ` + maxFilterScanLua + ` end
 local card = redis.call('ZCARD', z)
 local mems = {}
--- An offset past the end reads nothing; below it, off + lim - 1 is small
+-- An offset past the end reads nothing; below it, off + span - 1 is small
 -- and exact (an offset near 2^63 would reach Redis as "9.2e+18").
 if off < card then
-  local a, b = string.format('%d', off), string.format('%d', off + lim - 1)
+  local a, b = string.format('%d', off), string.format('%d', off + span - 1)
   if ARGV[6] == '1' then
     mems = redis.call('ZRANGE', z, a, b, 'REV', 'WITHSCORES')
   else
     mems = redis.call('ZRANGE', z, a, b, 'WITHSCORES')
   end
 end
-local out = {now_ms(), card}
-local bytes = 0
+local pos = {}
+local out = {now_ms(), card, 0, pos}
+local bytes, n, examined = 0, 0, 0
 for i = 1, #mems, 2 do
-  append_item(out, string.sub(mems[i], 18), mems[i + 1], ARGV[5] == '1')
-  if ARGV[5] == '1' then
-    bytes = bytes + out[#out - 1]
-    if bytes >= ` + listBytesLua + ` then break end
+  if n >= lim then break end
+  examined = examined + 1
+  local id = string.sub(mems[i], 18)
+  if why == '' or redis.call('HGET', ARGV[1] .. id, 'why') == why then
+    append_item(out, id, mems[i + 1], ARGV[5] == '1')
+    n = n + 1
+    pos[n] = examined - 1
+    if ARGV[5] == '1' then
+      bytes = bytes + out[#out - 1]
+      if bytes >= ` + listBytesLua + ` then break end
+    end
   end
 end
+out[3] = examined
 return out
 `)
+
+// maxFilterScan is how many dead items one List page with a Reason
+// examines.
+const maxFilterScan = MaxPage
+
+var maxFilterScanLua = strconv.Itoa(maxFilterScan)
+
+// dead reasons: ARGV[2] offset, ARGV[3] count (at most maxFilterScan).
+// Returns {now, total dead, examined, then per reason found among the
+// count dead items from offset, oldest death first: reason, count, first
+// death ms, last death ms}. The item hashes are found while running; it
+// does not write.
+var scriptDeadReasons = newScript(luaCommon + `
+local off, n = tonumber(ARGV[2]), tonumber(ARGV[3])
+local card = redis.call('ZCARD', K_DEAD)
+local mems = {}
+if off < card then
+  mems = redis.call('ZRANGE', K_DEAD, string.format('%d', off), string.format('%d', off + n - 1), 'WITHSCORES')
+end
+local order, by = {}, {}
+for i = 1, #mems, 2 do
+  local why = redis.call('HGET', ARGV[1] .. string.sub(mems[i], 18), 'why') or ''
+  local at = tonumber(mems[i + 1])
+  local r = by[why]
+  if not r then
+    r = {0, at, at}
+    by[why] = r
+    order[#order + 1] = why
+  end
+  r[1] = r[1] + 1
+  if at < r[2] then r[2] = at end
+  if at > r[3] then r[3] = at end
+end
+local out = {now_ms(), card, #mems / 2}
+for _, why in ipairs(order) do
+  local r = by[why]
+  out[#out + 1] = why
+  out[#out + 1] = r[1]
+  out[#out + 1] = r[2]
+  out[#out + 1] = r[3]
+end
+return out
+`, kDead)
 
 // listBytes bounds the payloads one List page copies: the page ends after
 // the item that reaches it (Page.Next goes on from there).
@@ -130,7 +189,8 @@ return {1}
 // number. Every member of an item dead by then has a sequence number at
 // most that (to_dead takes one), every later death a greater one. The batch
 // reads up to limit members with scores up to the cut-off from offset, and
-// handles those with a sequence number within it. Returns {examined,
+// handles those with a sequence number within it and, when ARGV[7] is not
+// empty, whose reason of death is exactly it. Returns {examined,
 // skipped, changed, cut-off sequence, cut-off score} (the cut-offs empty
 // when nothing was dead).
 var scriptBulkDead = newScript(luaCommon+luaRevive+`
@@ -145,11 +205,19 @@ end
 local cut = string.format('%016.0f', tonumber(cs))
 local mems = redis.call('ZRANGEBYSCORE', K_DEAD, '-inf', cscore, 'LIMIT', ARGV[4], ARGV[3])
 -- Every item hash is read before the first write (see the key layout).
-for _, mem in ipairs(mems) do redis.call('EXISTS', ARGV[1] .. string.sub(mem, 18)) end
+local why = ARGV[7]
+local whys = {}
+for i, mem in ipairs(mems) do
+  if why ~= '' then
+    whys[i] = redis.call('HGET', ARGV[1] .. string.sub(mem, 18), 'why') or ''
+  else
+    redis.call('EXISTS', ARGV[1] .. string.sub(mem, 18))
+  end
+end
 local now = now_ms()
 local skipped, changed = 0, 0
-for _, mem in ipairs(mems) do
-  if string.sub(mem, 1, 16) > cut then
+for i, mem in ipairs(mems) do
+  if string.sub(mem, 1, 16) > cut or (why ~= '' and whys[i] ~= why) then
     skipped = skipped + 1
   else
     local id = string.sub(mem, 18)

@@ -16,6 +16,15 @@ import (
 // killAll dead-letters n items "prefix0".. through the consumer API.
 func killAll(t testing.TB, q *Queue, prefix string, n int) []string {
 	t.Helper()
+	return killAllWhy(t, q, prefix, n, "test")
+}
+
+// killAllWhy is killAll with reason as the items' cause of death.
+func killAllWhy(t testing.TB, q interface {
+	EnqueueAfter(context.Context, string, []byte, time.Duration) (time.Time, error)
+	TakeBatch(context.Context, int) ([]*Message, error)
+}, prefix string, n int, reason string) []string {
+	t.Helper()
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < n; i++ {
@@ -28,7 +37,7 @@ func killAll(t testing.TB, q *Queue, prefix string, n int) []string {
 		ms, err := q.TakeBatch(ctx, min(left, MaxBatch))
 		require.NoError(t, err)
 		for _, m := range ms {
-			out, err := m.DeadLetter(ctx, "test")
+			out, err := m.DeadLetter(ctx, reason)
 			require.NoError(t, err)
 			require.Equal(t, NackDeadLettered, out)
 		}

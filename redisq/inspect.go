@@ -1,9 +1,11 @@
 package redisq
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -109,6 +111,8 @@ type Item struct {
 	PayloadSize int       `json:"payload_size"`
 	// Payload is set by Get, and by List with ListOptions.Payloads.
 	Payload []byte `json:"payload,omitempty"`
+
+	pos int64 // List: the item's offset in its state's order
 }
 
 // toMS parses a millisecond value as the scripts reply it: an integer, or
@@ -164,6 +168,11 @@ type ListOptions struct {
 	Limit    int   // items per page, 1..MaxPage; 0 means 100
 	Reverse  bool  // latest first: last due, last lease deadline, latest death
 	Payloads bool  // include each item's payload
+	// Reason keeps only the dead items that died of exactly this reason
+	// (Item.DeadReason; StateDead only). Such a page examines at most
+	// MaxPage dead items from Offset, so it may hold fewer than Limit
+	// items, none at all, and still have a Next.
+	Reason string
 }
 
 // Page is one page of List.
@@ -177,7 +186,8 @@ type Page struct {
 
 // List returns one page of the items in state, in the state's order:
 // scheduled by due time (FIFO among equal due times), in flight by lease
-// deadline, dead by time of death; Reverse turns it around. One script call
+// deadline, dead by time of death; Reverse turns it around; Reason keeps
+// the dead items of one cause of death (see DeadReasons). One script call
 // (one round trip), O(log n + limit), so it is safe on a live queue; pages
 // are read at different moments, so an item that moves between two calls
 // can be missed or seen twice. Without Payloads, Item.Payload is nil and
@@ -196,24 +206,32 @@ func (q *Queue) List(ctx context.Context, state State, opt ListOptions) (Page, e
 	if opt.Limit < 1 || opt.Limit > MaxPage || opt.Offset < 0 {
 		return Page{}, fmt.Errorf("redisq: bad page: offset %d, limit %d (want offset >= 0, limit 1..%d)", opt.Offset, opt.Limit, MaxPage)
 	}
+	if opt.Reason != "" && state != StateDead {
+		return Page{}, fmt.Errorf("redisq: a reason filters dead items, not %s ones", state)
+	}
 	if q.isClosed() {
 		return Page{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptList, []string{q.stateKey(state)}, code, opt.Offset, opt.Limit, flag(opt.Payloads), flag(opt.Reverse))
+	r, err := q.run(ctx, scriptList, []string{q.stateKey(state)}, code, opt.Offset, opt.Limit, flag(opt.Payloads), flag(opt.Reverse), opt.Reason)
 	if err != nil {
 		return Page{}, err
 	}
 	p := Page{Now: msTime(toInt(r[0])), Total: toInt(r[1]), Next: -1}
-	for i := 2; i+itemStride <= len(r); i += itemStride {
+	examined := toInt(r[2])
+	pos, _ := r[3].([]interface{})
+	for i := 4; i+itemStride <= len(r); i += itemStride {
 		it := itemFrom(r[i : i+itemStride])
 		if !opt.Payloads {
 			it.Payload = nil
+		}
+		if k := len(p.Items); k < len(pos) {
+			it.pos = opt.Offset + toInt(pos[k])
 		}
 		p.Items = append(p.Items, it)
 	}
 	// The script reads the page and Total atomically: items past the page
 	// exist exactly when end < Total (a page with payloads may end early).
-	if end := opt.Offset + int64(len(p.Items)); len(p.Items) > 0 && end < p.Total {
+	if end := opt.Offset + examined; examined > 0 && end < p.Total {
 		p.Next = end
 	}
 	return p, nil
@@ -368,3 +386,110 @@ func (q *Queue) Exists(ctx context.Context) (bool, error) {
 	n, err := q.client.Exists(ctx, k[0], k[1], k[2], k[4], k[5], k[7]).Result()
 	return n > 0, err
 }
+
+// DeadReason is one cause of death and the dead items that died of it
+// (DeadReasons).
+type DeadReason struct {
+	Reason string    `json:"reason"` // Item.DeadReason, exactly
+	Count  int64     `json:"count"`
+	First  time.Time `json:"first"` // the earliest death among them
+	Last   time.Time `json:"last"`  // the latest
+}
+
+// DeadReasonSummary is what DeadReasons found.
+type DeadReasonSummary struct {
+	Now      time.Time    `json:"now"`
+	Dead     int64        `json:"dead"`     // dead items when the first page was read
+	Examined int64        `json:"examined"` // how many of them were grouped
+	Reasons  []DeadReason `json:"reasons"`  // most frequent first, then by reason
+}
+
+// Complete reports whether every dead item was grouped.
+func (s DeadReasonSummary) Complete() bool { return s.Examined >= s.Dead }
+
+// DeadReasons groups the dead items by their cause of death (Item.
+// DeadReason, exactly), oldest death first, examining at most limit of
+// them (1..MaxDeadReasonScan; 0 means MaxDeadReasonScan): one script per
+// 1000 dead items, none of which copies a payload. List with
+// ListOptions.Reason lists one group's items; RequeueDeadByReason and
+// DeleteDeadByReason act on one. Pages are read at different moments, so
+// items that die or leave the dead set meanwhile may be counted twice or
+// missed. It returns ErrClosed after Close, an error for a bad limit, or a
+// Redis/context error.
+func (q *Queue) DeadReasons(ctx context.Context, limit int64) (DeadReasonSummary, error) {
+	if limit == 0 {
+		limit = MaxDeadReasonScan
+	}
+	if limit < 1 || limit > MaxDeadReasonScan {
+		return DeadReasonSummary{}, fmt.Errorf("redisq: dead reasons of %d items (want 1..%d)", limit, MaxDeadReasonScan)
+	}
+	if q.isClosed() {
+		return DeadReasonSummary{}, ErrClosed
+	}
+	var sum DeadReasonSummary
+	var pages []DeadReasonSummary
+	for first := true; sum.Examined < limit; first = false {
+		r, err := q.run(ctx, scriptDeadReasons, nil, sum.Examined, min(limit-sum.Examined, maxFilterScan))
+		if err != nil {
+			return DeadReasonSummary{}, err
+		}
+		if first {
+			sum.Now, sum.Dead = msTime(toInt(r[0])), toInt(r[1])
+		}
+		page := DeadReasonSummary{}
+		for i := 3; i+3 < len(r); i += 4 {
+			why, _ := r[i].(string)
+			page.Reasons = append(page.Reasons, DeadReason{Reason: why, Count: toInt(r[i+1]), First: msTime(toMS(r[i+2])), Last: msTime(toMS(r[i+3]))})
+		}
+		pages = append(pages, page)
+		n := toInt(r[2])
+		sum.Examined += n
+		if n == 0 {
+			break
+		}
+	}
+	sum.Reasons = mergeDeadReasons(pages).Reasons
+	return sum, nil
+}
+
+func sortReasons(rs []DeadReason) {
+	slices.SortFunc(rs, func(a, b DeadReason) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Reason, b.Reason))
+	})
+}
+
+// mergeDeadReasons adds up the summaries of several queues (a partitioned
+// queue's partitions).
+func mergeDeadReasons(ss []DeadReasonSummary) DeadReasonSummary {
+	var out DeadReasonSummary
+	by := map[string]*DeadReason{}
+	for _, s := range ss {
+		if s.Now.After(out.Now) {
+			out.Now = s.Now
+		}
+		out.Dead += s.Dead
+		out.Examined += s.Examined
+		for _, r := range s.Reasons {
+			g := by[r.Reason]
+			if g == nil {
+				by[r.Reason] = &DeadReason{Reason: r.Reason, Count: r.Count, First: r.First, Last: r.Last}
+				continue
+			}
+			g.Count += r.Count
+			if r.First.Before(g.First) {
+				g.First = r.First
+			}
+			if r.Last.After(g.Last) {
+				g.Last = r.Last
+			}
+		}
+	}
+	for _, g := range by {
+		out.Reasons = append(out.Reasons, *g)
+	}
+	sortReasons(out.Reasons)
+	return out
+}
+
+// MaxDeadReasonScan is the most dead items one DeadReasons call groups.
+const MaxDeadReasonScan = 100_000

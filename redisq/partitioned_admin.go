@@ -1,11 +1,13 @@
 package redisq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,7 +44,8 @@ func (p *Partitioned) PartitionStats(ctx context.Context) ([]Stats, error) {
 // SumStats adds up the Stats of several queues (the partitions of one, for
 // Partitioned.Stats): sizes and counters add (saturating at the int64
 // maximum), lateness histograms merge, OldestOverdue and Now are the
-// largest, Paused is set when every one is paused.
+// largest, Paused is set when every one is paused, and PausedSince is then
+// the latest of their pauses (since when the whole queue is paused).
 func SumStats(ss []Stats) Stats {
 	var s Stats
 	s.Counters = map[string]int64{}
@@ -64,6 +67,9 @@ func SumStats(ss []Stats) Stats {
 		s.Dead = add(s.Dead, x.Dead)
 		s.OldestOverdue = max(s.OldestOverdue, x.OldestOverdue)
 		s.Paused = s.Paused && x.Paused
+		if x.PausedSince.After(s.PausedSince) {
+			s.PausedSince = x.PausedSince
+		}
 		for _, f := range counterFields {
 			*f.get(&s.StatsCounters) = add(*f.get(&s.StatsCounters), *f.get(&x.StatsCounters))
 		}
@@ -74,6 +80,9 @@ func SumStats(ss []Stats) Stats {
 			s.Lateness.Counts[i] = add(s.Lateness.Counts[i], x.Lateness.Counts[i])
 		}
 		s.Lateness.Sum = time.Duration(add(int64(s.Lateness.Sum), int64(x.Lateness.Sum)))
+	}
+	if !s.Paused {
+		s.PausedSince = time.Time{}
 	}
 	return s
 }
@@ -86,6 +95,10 @@ type PartitionedListOptions struct {
 	Limit    int  // items per page, 1..MaxPage; 0 means 100
 	Reverse  bool // latest first, as ListOptions.Reverse
 	Payloads bool // include each item's payload
+	// Reason keeps the dead items of one cause of death, as
+	// ListOptions.Reason: a page may then hold fewer items than Limit, or
+	// none, and still have a Next.
+	Reason string
 }
 
 // PartitionedItem is an item of a Partitioned.List page and its partition.
@@ -142,7 +155,7 @@ func (p *Partitioned) List(ctx context.Context, state State, opt PartitionedList
 	}
 	pages := make([]Page, len(p.parts))
 	err := p.each(func(i int, q *Queue) (err error) {
-		pages[i], err = q.List(ctx, state, ListOptions{Offset: offs[i], Limit: opt.Limit, Reverse: opt.Reverse, Payloads: opt.Payloads})
+		pages[i], err = q.List(ctx, state, ListOptions{Offset: offs[i], Limit: opt.Limit, Reverse: opt.Reverse, Payloads: opt.Payloads, Reason: opt.Reason})
 		return err
 	})
 	if err != nil {
@@ -172,7 +185,10 @@ func (p *Partitioned) List(ctx context.Context, state State, opt PartitionedList
 			out.Now = pg.Now
 		}
 	}
-	taken := make([]int64, len(p.parts))
+	// next is each partition's offset after what the merge took: past its
+	// last item taken, or past its whole page when all of it was taken
+	// (items a Reason left out are skipped with it).
+	next := slices.Clone(offs)
 merge:
 	for len(out.Items) < opt.Limit {
 		best := -1
@@ -191,15 +207,17 @@ merge:
 			break
 		}
 		out.Items = append(out.Items, PartitionedItem{Item: pages[best].Items[0], Partition: best})
+		next[best] = pages[best].Items[0].pos + 1
 		pages[best].Items = pages[best].Items[1:]
-		taken[best]++
+	}
+	for i := range pages {
+		if len(pages[i].Items) == 0 && pages[i].Next >= 0 {
+			next[i] = pages[i].Next
+		}
 	}
 	for i := range pages {
 		if len(pages[i].Items) > 0 || pages[i].Next >= 0 {
-			out.Next = make([]int64, len(p.parts))
-			for j := range out.Next {
-				out.Next[j] = offs[j] + taken[j]
-			}
+			out.Next = next
 			break
 		}
 	}
@@ -478,5 +496,57 @@ func ListPartitioned(ctx context.Context, c redis.UniversalClient) ([]Partitione
 			}
 		}
 	}
+	return out, nil
+}
+
+// RunNow is Queue.RunNow on the partition of id.
+func (p *Partitioned) RunNow(ctx context.Context, id string) (RunNowResult, error) {
+	return p.Route(id).RunNow(ctx, id)
+}
+
+// RequeueDeadByReason is Queue.RequeueDeadByReason on every partition
+// (concurrently); it returns the total. ErrNoQueue only when no partition
+// has data.
+func (p *Partitioned) RequeueDeadByReason(ctx context.Context, reason string) (int64, error) {
+	return p.sum(func(q *Queue) (int64, error) { return q.RequeueDeadByReason(ctx, reason) })
+}
+
+// DeleteDeadByReason is Queue.DeleteDeadByReason on every partition
+// (concurrently); it returns the total. ErrNoQueue only when no partition
+// has data.
+func (p *Partitioned) DeleteDeadByReason(ctx context.Context, reason string) (int64, error) {
+	return p.sum(func(q *Queue) (int64, error) { return q.DeleteDeadByReason(ctx, reason) })
+}
+
+// DeadReasons is Queue.DeadReasons on every partition (concurrently, limit
+// items each), merged: counts add up, Dead and Examined are the sums, Now
+// the latest.
+func (p *Partitioned) DeadReasons(ctx context.Context, limit int64) (DeadReasonSummary, error) {
+	sums := make([]DeadReasonSummary, len(p.parts))
+	err := p.each(func(i int, q *Queue) (err error) {
+		sums[i], err = q.DeadReasons(ctx, limit)
+		return err
+	})
+	if err != nil {
+		return DeadReasonSummary{}, err
+	}
+	return mergeDeadReasons(sums), nil
+}
+
+// Workers is Queue.Workers of every partition (concurrently), sorted by
+// name, then partition queue, then id.
+func (p *Partitioned) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	ws := make([][]WorkerInfo, len(p.parts))
+	err := p.each(func(i int, q *Queue) (err error) {
+		ws[i], err = q.Workers(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Concat(ws...)
+	slices.SortStableFunc(out, func(a, b WorkerInfo) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Queue, b.Queue), strings.Compare(a.ID, b.ID))
+	})
 	return out, nil
 }

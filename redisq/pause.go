@@ -7,7 +7,7 @@ import (
 // Pause stops deliveries of the queue, in every process: while it is
 // paused no Take, TakeBatch or AckTake leases anything (AckTake still acks),
 // and blocked consumers keep waiting on the wake marker as they do on an
-// idle queue, at no more cost. Enqueues, cancels, acks, nacks, lease
+// idle queue, at no more cost; Stats.PausedSince says since when. Enqueues, cancels, acks, nacks, lease
 // extensions and the admin calls keep working; leases that expire meanwhile
 // are returned to the schedule when the queue is resumed. The pause is
 // stored in Redis, so it outlives the processes (Destroy ends it). Pausing
@@ -41,9 +41,12 @@ func (q *Queue) setPaused(ctx context.Context, s *script) error {
 	return err
 }
 
-// pause: marks the sequence hash (see luaClaim). {1} paused, {0} already.
+// pause: marks the sequence hash (see luaClaim) with the time of the
+// pause (ms; an earlier version wrote 1). {1} paused, {0} already.
 var scriptPause = newScript(luaKeys+`
-return {redis.call('HSETNX', K_SEQ, 'paused', 1)}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return {redis.call('HSETNX', K_SEQ, 'paused', string.format('%d', now))}
 `, kSeq).acked()
 
 // resume: unmarks it and rings the marker for the waiting consumers. {1}

@@ -23,11 +23,16 @@ func TestPauseDuringBacklog(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "i0", held.ID)
 
+	before := redisNow(t, a.client).Truncate(time.Millisecond)
 	require.NoError(t, a.Pause(ctx))
+	after := redisNow(t, a.client)
+	time.Sleep(2 * time.Millisecond)
 	require.NoError(t, a.Pause(ctx), "pausing twice")
 	st, err := a.Stats(ctx)
 	require.NoError(t, err)
 	require.True(t, st.Paused)
+	// Issue 24, item 15: since when, kept by the first Pause.
+	require.False(t, st.PausedSince.Before(before) || st.PausedSince.After(after), "paused since %v, paused between %v and %v", st.PausedSince, before, after)
 	paused, err := a.Paused(ctx)
 	require.NoError(t, err)
 	require.True(t, paused)
@@ -94,6 +99,7 @@ func TestPauseDuringBacklog(t *testing.T) {
 	st, err = a.Stats(ctx)
 	require.NoError(t, err)
 	require.False(t, st.Paused)
+	require.True(t, st.PausedSince.IsZero(), "not paused any more")
 	require.Zero(t, st.Scheduled+st.InFlight)
 	audit(t, a)
 }
@@ -154,4 +160,15 @@ func TestPausedQueueDoesNotPoll(t *testing.T) {
 	require.LessOrEqual(t, ev, bz+1, "one claim per wait")
 	require.Equal(t, total, bz+ev, "nothing else is sent while paused")
 	require.LessOrEqual(t, bz, idleBZ+2, fmt.Sprintf("paused %d waits, idle %d", bz, idleBZ))
+}
+
+// A partitioned queue is paused since its last partition was.
+func TestSumStatsPausedSince(t *testing.T) {
+	t0 := time.UnixMilli(1796167638039)
+	s := SumStats([]Stats{{Paused: true, PausedSince: t0}, {Paused: true, PausedSince: t0.Add(time.Second)}})
+	require.True(t, s.Paused)
+	require.True(t, s.PausedSince.Equal(t0.Add(time.Second)))
+	s = SumStats([]Stats{{Paused: true, PausedSince: t0}, {}})
+	require.False(t, s.Paused)
+	require.True(t, s.PausedSince.IsZero())
 }

@@ -698,6 +698,7 @@ type Stats struct {
 	InFlight      int64         // leased items
 	Dead          int64         // dead-lettered items
 	Paused        bool          // no claim leases anything (see Pause)
+	PausedSince   time.Time     // when Pause paused it (zero when not paused, or paused by a version that did not say)
 	// Counters since the queue was created (Destroy resets them); see
 	// StatsCounters.
 	StatsCounters
@@ -752,6 +753,9 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	s.StatsCounters = countersFrom(s.Counters)
 	if f, _ := r[8].([]interface{}); len(f) > 3 && f[3] != nil {
 		s.Paused = true
+		if ms := toMS(f[3]); ms > 1 {
+			s.PausedSince = msTime(ms)
+		}
 	}
 	return s, nil
 }

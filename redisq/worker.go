@@ -51,6 +51,13 @@ type WorkerOptions struct {
 	// negative value cancels them at once. Shutdown(ctx) sets its own
 	// bound instead.
 	ShutdownTimeout time.Duration
+	// Heartbeat is how often the worker records that it is alive and what
+	// its handlers run (Queue.Workers; default DefaultHeartbeat, 5 s): one
+	// short script each time. A negative value writes none.
+	Heartbeat time.Duration
+	// Name labels the worker in Queue.Workers, dqctl and the dashboard
+	// (default: the host name).
+	Name string
 }
 
 // DefaultShutdownTimeout is WorkerOptions.ShutdownTimeout when it is 0:
@@ -193,6 +200,9 @@ type Worker struct {
 	// (WorkerOptions.NoRecurring unset).
 	recurring bool
 	grace     time.Duration // after Run's ctx ends, before a forced stop (< 0: none)
+	id        string        // in the heartbeat
+	name      string        // in the heartbeat
+	beatEvery time.Duration // heartbeat period (<= 0: none)
 
 	jobs      chan dispatch // claimed messages for the handlers (capacity n)
 	idle      chan struct{} // one token per idle handler (capacity n)
@@ -273,6 +283,14 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 	if grace == 0 {
 		grace = DefaultShutdownTimeout
 	}
+	beat := opts.Heartbeat
+	if beat == 0 {
+		beat = DefaultHeartbeat
+	}
+	name := opts.Name
+	if name == "" {
+		name = hostName()
+	}
 	h = recoverPanics(h)
 	for i := len(opts.Middleware) - 1; i >= 0; i-- {
 		if opts.Middleware[i] != nil {
@@ -285,6 +303,9 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 		n:         n,
 		recurring: !opts.NoRecurring,
 		grace:     grace,
+		id:        newWorkerID(),
+		name:      name,
+		beatEvery: beat,
 		log:       log,
 		vis:       q.opt.visibility,
 		every:     q.opt.visibility / 3,
@@ -358,6 +379,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	acked := make(chan struct{})
 	go func() { defer close(acked); w.ackLoop() }()
+	beatStop, beaten := make(chan struct{}), make(chan struct{})
+	go func() { defer close(beaten); w.heartbeat(beatStop) }()
 
 	// The recurring keeper runs while the worker takes work.
 	keepCtx, stopKeep := context.WithCancel(w.takeCtx)
@@ -375,6 +398,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	wg.Wait()
 	close(w.ackQuit)
 	<-acked
+	close(beatStop)
+	<-beaten
 	close(w.ended)
 	if !unwatch() {
 		<-stopped

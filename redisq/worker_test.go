@@ -858,7 +858,8 @@ func TestWorkerErrorWrappers(t *testing.T) {
 }
 
 // workerHelperEnv makes the test binary a worker process (see
-// TestWorkerHelperProcess): "addr|queue|visibility|concurrency".
+// TestWorkerHelperProcess): "addr|queue|visibility|concurrency", and
+// optionally "|heartbeat".
 const workerHelperEnv = "REDISQ_WORKER_HELPER"
 
 // TestWorkerHelperProcess is the worker process of
@@ -881,10 +882,14 @@ func TestWorkerHelperProcess(t *testing.T) {
 		fmt.Println("ERR", err)
 		os.Exit(2)
 	}
+	var beat time.Duration
+	if len(f) > 4 {
+		beat, _ = time.ParseDuration(f[4])
+	}
 	w := NewWorker(q, func(ctx context.Context, m *Message) error {
 		time.Sleep(time.Duration(10+rand.IntN(40)) * time.Millisecond)
 		return c.RPush(ctx, "ledger", fmt.Sprintf("%s %d %d", m.ID, m.Attempts, os.Getpid())).Err()
-	}, WorkerOptions{Concurrency: n})
+	}, WorkerOptions{Concurrency: n, Heartbeat: beat})
 	fmt.Println("READY")
 	err = w.Run(ctx)
 	fmt.Println("ERR", err)

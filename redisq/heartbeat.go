@@ -1,0 +1,307 @@
+package redisq
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Who holds the work: every running Worker writes a heartbeat, so that an
+// operator can tell a big backlog from "every worker is dead" and see which
+// process holds which message since when (Queue.Workers, dqctl workers,
+// the dashboard's Workers tab).
+//
+// Keys (under the queue's hash tag):
+//
+//	{dq:NAME}:workers  zset  worker id -> when its heartbeat expires (ms)
+//	{dq:NAME}:wk:ID    hash  one worker: n name, h host, pid, st started,
+//	                         b last beat (ms), c concurrency, r running,
+//	                         hd held, l the messages its handlers run
+//	                         (see encodeLeases), lm how many more; expires
+//	                         with the heartbeat
+//
+// A beat is one script every WorkerOptions.Heartbeat (5 s): bounded work
+// (one worker's hash, at most maxBeatLeaseBytes of lease list, and at most
+// 100 expired members removed from the zset). A Worker that stops deletes
+// its entry; one that dies leaves it to expire, three beats later.
+
+// DefaultHeartbeat is WorkerOptions.Heartbeat when it is 0.
+const DefaultHeartbeat = 5 * time.Second
+
+// heartbeatLife is how many beats a heartbeat outlives its writer by.
+const heartbeatLife = 3
+
+// maxBeatLeaseBytes bounds the lease list of one heartbeat; the messages
+// beyond it are counted (WorkerInfo.MoreLeases), not listed.
+const maxBeatLeaseBytes = 16 << 10
+
+// workerPage is how many workers one read script returns.
+const workerPage = 100
+
+// WorkerInfo is one live Worker of a queue, as its last heartbeat shows it
+// (Queue.Workers). Times are by the Redis clock.
+type WorkerInfo struct {
+	Queue       string    `json:"queue"` // the queue it works on (a partition's, for a partitioned queue)
+	ID          string    `json:"id"`    // random, per Worker value
+	Name        string    `json:"name"`  // WorkerOptions.Name, or the host name
+	Host        string    `json:"host"`
+	PID         int       `json:"pid"`
+	Started     time.Time `json:"started"` // its first heartbeat
+	Beat        time.Time `json:"beat"`    // its last heartbeat
+	Expires     time.Time `json:"expires"` // when the heartbeat lapses unless renewed
+	Concurrency int       `json:"concurrency"`
+	Running     int       `json:"running"` // handlers running
+	// Held counts the messages it has taken and not yet settled or handed
+	// back: the running ones, and those being acked.
+	Held int `json:"held"`
+	// Leases are the messages its handlers run, oldest claim first, as of
+	// the last beat; MoreLeases counts those the heartbeat had no room for.
+	Leases     []WorkerLease `json:"leases,omitempty"`
+	MoreLeases int           `json:"more_leases,omitempty"`
+}
+
+// WorkerLease is one message a worker's handler runs.
+type WorkerLease struct {
+	ID      string    `json:"id"`
+	Claimed time.Time `json:"claimed"` // Message.ClaimedAt
+	Attempt int       `json:"attempt"`
+}
+
+func (q *Queue) workersKey() string         { return q.kpref + "workers" }
+func (q *Queue) workerKey(id string) string { return q.kpref + "wk:" + id }
+
+// beat: KEYS the worker zset and this worker's hash. ARGV[2] worker id,
+// ARGV[3] name, ARGV[4] host, ARGV[5] pid, ARGV[6] concurrency, ARGV[7]
+// running, ARGV[8] held, ARGV[9] leases, ARGV[10] more leases, ARGV[11]
+// the heartbeat's life (ms). Returns {now}.
+var scriptBeat = newScript(luaKeys + `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local W, H = K_PREFIX .. 'workers', K_PREFIX .. 'wk:' .. ARGV[2]
+local life = tonumber(ARGV[11])
+local gone = redis.call('ZRANGEBYSCORE', W, '-inf', now, 'LIMIT', 0, 100)
+if #gone > 0 then redis.call('ZREM', W, unpack(gone)) end
+redis.call('ZADD', W, now + life, ARGV[2])
+redis.call('HSETNX', H, 'st', now)
+redis.call('HSET', H, 'n', ARGV[3], 'h', ARGV[4], 'pid', ARGV[5], 'c', ARGV[6], 'r', ARGV[7],
+  'hd', ARGV[8], 'l', ARGV[9], 'lm', ARGV[10], 'b', now)
+redis.call('PEXPIRE', H, life)
+return {now}
+`)
+
+// bye: KEYS the worker zset and this worker's hash. ARGV[2] worker id.
+// A stopping worker leaves the list at once.
+var scriptBye = newScript(luaKeys + `
+redis.call('ZREM', K_PREFIX .. 'workers', ARGV[2])
+redis.call('DEL', K_PREFIX .. 'wk:' .. ARGV[2])
+return {1}
+`)
+
+// worker ids: KEYS the worker zset. ARGV[2] the most ids to return.
+// Returns {now, id, expiry, ...}: the live workers (heartbeat not expired),
+// soonest to expire first.
+var scriptWorkerIDs = newScript(luaKeys + `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ids = redis.call('ZRANGEBYSCORE', K_PREFIX .. 'workers', '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {now}
+for i = 1, #ids do out[#out + 1] = ids[i] end
+return out
+`)
+
+// worker hashes: KEYS the hashes of the workers ARGV[2...]. Returns per
+// worker n, h, pid, st, b, c, r, hd, l, lm ("" each when its hash is gone).
+var scriptWorkerHashes = newScript(luaKeys + `
+local out = {}
+for i = 2, #ARGV do
+  local f = redis.call('HMGET', K_PREFIX .. 'wk:' .. ARGV[i], 'n', 'h', 'pid', 'st', 'b', 'c', 'r', 'hd', 'l', 'lm')
+  for j = 1, 10 do out[#out + 1] = f[j] or '' end
+end
+return out
+`)
+
+// workerFields is the number of reply elements per worker of
+// scriptWorkerHashes.
+const workerFields = 10
+
+// MaxWorkers is the most workers Workers returns.
+const MaxWorkers = 10000
+
+// Workers returns the live Workers of the queue (every process), sorted by
+// name then id, as their last heartbeats show them: a Worker beats every
+// WorkerOptions.Heartbeat and leaves the list when it stops; one that died
+// (SIGKILL, a lost host) leaves it three beats after its last. It reads
+// the live ids in one script (at most MaxWorkers), then their heartbeats,
+// 100 per script (at most 16 KiB of lease list each), so every reply is
+// bounded. It returns ErrClosed after Close, or a Redis/context error.
+func (q *Queue) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	if q.isClosed() {
+		return nil, ErrClosed
+	}
+	r, err := q.run(ctx, scriptWorkerIDs, []string{q.workersKey()}, MaxWorkers)
+	if err != nil {
+		return nil, err
+	}
+	type live struct {
+		id  string
+		exp int64
+	}
+	var ids []live
+	for i := 1; i+1 < len(r); i += 2 {
+		id, _ := r[i].(string)
+		ids = append(ids, live{id, toMS(r[i+1])})
+	}
+	var out []WorkerInfo
+	for len(ids) > 0 {
+		page := ids[:min(len(ids), workerPage)]
+		ids = ids[len(page):]
+		keys := make([]string, len(page))
+		args := make([]interface{}, len(page))
+		for i, l := range page {
+			keys[i], args[i] = q.workerKey(l.id), l.id
+		}
+		h, err := q.run(ctx, scriptWorkerHashes, keys, args...)
+		if err != nil {
+			return nil, err
+		}
+		for i, l := range page {
+			if (i+1)*workerFields > len(h) {
+				break
+			}
+			f := h[i*workerFields : (i+1)*workerFields]
+			if s, _ := f[4].(string); s == "" { // expired since
+				continue
+			}
+			w := workerFrom(f)
+			w.Queue, w.ID, w.Expires = q.name, l.id, msTime(l.exp)
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b WorkerInfo) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// workerFrom decodes one worker of scriptWorkerHashes' reply: data from
+// Redis, every field checked.
+func workerFrom(r []interface{}) WorkerInfo {
+	str := func(i int) string { s, _ := r[i].(string); return s }
+	num := func(i int) int { return int(max(min(toMS(r[i]), math.MaxInt32), 0)) }
+	return WorkerInfo{
+		Name:        str(0),
+		Host:        str(1),
+		PID:         num(2),
+		Started:     msTime(toMS(r[3])),
+		Beat:        msTime(toMS(r[4])),
+		Concurrency: num(5),
+		Running:     num(6),
+		Held:        num(7),
+		Leases:      decodeLeases(str(8)),
+		MoreLeases:  num(9),
+	}
+}
+
+// encodeLeases writes ls as "claimed ms,attempt,len:id" each, in order,
+// until the next would pass max bytes; it returns the text and how many
+// did not fit. The length prefix keeps any id (of any bytes) exact.
+func encodeLeases(ls []WorkerLease, max int) (string, int) {
+	var b strings.Builder
+	for i, l := range ls {
+		e := strconv.FormatInt(l.Claimed.UnixMilli(), 10) + "," + strconv.Itoa(l.Attempt) + "," + strconv.Itoa(len(l.ID)) + ":" + l.ID
+		if b.Len()+len(e) > max {
+			return b.String(), len(ls) - i
+		}
+		b.WriteString(e)
+	}
+	return b.String(), 0
+}
+
+// decodeLeases reads encodeLeases' text. It is data from Redis: anything
+// malformed ends the list there.
+func decodeLeases(s string) []WorkerLease {
+	var out []WorkerLease
+	for s != "" {
+		ms, rest, ok1 := strings.Cut(s, ",")
+		att, rest, ok2 := strings.Cut(rest, ",")
+		n, rest, ok3 := strings.Cut(rest, ":")
+		c, err1 := strconv.ParseInt(ms, 10, 64)
+		a, err2 := strconv.Atoi(att)
+		k, err3 := strconv.Atoi(n)
+		if !ok1 || !ok2 || !ok3 || err1 != nil || err2 != nil || err3 != nil || k < 0 || k > len(rest) {
+			return out
+		}
+		out = append(out, WorkerLease{ID: rest[:k], Claimed: msTime(c), Attempt: a})
+		s = rest[k:]
+	}
+	return out
+}
+
+// newWorkerID returns a random worker id.
+func newWorkerID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func hostName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "?"
+	}
+	return h
+}
+
+// heartbeat beats every w.beatEvery until stop is closed, then says bye.
+func (w *Worker) heartbeat(stop <-chan struct{}) {
+	if w.beatEvery <= 0 {
+		return
+	}
+	life := heartbeatLife * w.beatEvery
+	host, pid := hostName(), os.Getpid()
+	t := time.NewTicker(w.beatEvery)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(w.base, min(w.beatEvery, settleTimeout))
+		running, held, ls := w.snapshot()
+		enc, more := encodeLeases(ls, maxBeatLeaseBytes)
+		_, err := w.q.run(ctx, scriptBeat, []string{w.q.workersKey(), w.q.workerKey(w.id)}, w.id, w.name, host, pid,
+			w.n, running, held, enc, more, life.Milliseconds())
+		cancel()
+		if err != nil {
+			w.log.Debug("redisq: worker: heartbeat failed", "queue", w.q.name, "err", err)
+		}
+		select {
+		case <-t.C:
+		case <-stop:
+			ctx, cancel := context.WithTimeout(w.base, settleTimeout)
+			_, _ = w.q.run(ctx, scriptBye, []string{w.q.workersKey(), w.q.workerKey(w.id)}, w.id)
+			cancel()
+			return
+		}
+	}
+}
+
+// snapshot returns the running handlers' messages, oldest claim first, and
+// the counts the heartbeat reports.
+func (w *Worker) snapshot() (running, held int, ls []WorkerLease) {
+	w.mu.Lock()
+	for _, s := range w.slots {
+		if j := s.cur; j != nil && j.state == jobRunning {
+			ls = append(ls, WorkerLease{ID: j.m.ID, Claimed: j.m.ClaimedAt, Attempt: j.m.Attempts})
+		}
+	}
+	held = w.held
+	w.mu.Unlock()
+	slices.SortStableFunc(ls, func(a, b WorkerLease) int { return a.Claimed.Compare(b.Claimed) })
+	return len(ls), held, ls
+}
