@@ -90,7 +90,7 @@ var maxFilterScanLua = strconv.Itoa(maxFilterScan)
 // count dead items from offset, oldest death first: reason, count, first
 // death ms, last death ms}. The item hashes are found while running; it
 // does not write.
-var scriptDeadReasons = newScript(luaCommon + `
+var scriptDeadReasons = newScript(luaCommon+`
 local off, n = tonumber(ARGV[2]), tonumber(ARGV[3])
 local card = redis.call('ZCARD', K_DEAD)
 local mems = {}
