@@ -207,20 +207,22 @@ func parseCron(spec string, loc *time.Location) (CronSchedule, error) {
 		}
 		fields[1] = d.String()
 	}
-	return cronFromText("CRON_TZ=" + zone + " " + strings.Join(fields, " "))
+	return cronFromText("CRON_TZ="+zone+" "+strings.Join(fields, " "), spec)
 }
 
-// cronFromText parses a canonical cron text. robfig/cron/v3 panics on some
-// input (a zone prefix with nothing after it): that is an error here.
-func cronFromText(text string) (cs CronSchedule, err error) {
+// cronFromText parses a canonical cron text; errors quote spec, the text
+// the caller gave (the canonical one has a zone prefix it never wrote).
+// robfig/cron/v3 panics on some input (a zone prefix with nothing after
+// it): that is an error here.
+func cronFromText(text, spec string) (cs CronSchedule, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			cs, err = CronSchedule{}, fmt.Errorf("redisq: cron spec %q: robfig/cron panicked: %v", text, r)
+			cs, err = CronSchedule{}, fmt.Errorf("redisq: cron spec %q: robfig/cron panicked: %v", spec, r)
 		}
 	}()
 	s, err := cronParser.Parse(text)
 	if err != nil {
-		return CronSchedule{}, fmt.Errorf("redisq: cron spec %q: %w", text, err)
+		return CronSchedule{}, fmt.Errorf("redisq: cron spec %q: %w", spec, err)
 	}
 	return CronSchedule{text: text, sched: s}, nil
 }
@@ -379,7 +381,7 @@ func specScheduleText(s *cron.SpecSchedule) (string, error) {
 		parts = append(parts, t)
 	}
 	text := strings.Join(parts, " ")
-	cs, err := cronFromText(text)
+	cs, err := cronFromText(text, text)
 	if err != nil {
 		return "", err
 	}

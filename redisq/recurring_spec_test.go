@@ -207,6 +207,11 @@ func TestBadSchedules(t *testing.T) {
 		require.Contains(t, err.Error(), c.want, "%q", c.spec)
 		require.True(t, strings.HasPrefix(err.Error(), "redisq: "), err.Error())
 	}
+	// Regression (issue 24, item 16): the error quoted the rewritten text
+	// ("CRON_TZ=UTC 61 * * * *"), not the spec given.
+	_, err := Cron("61 * * * *")
+	require.ErrorContains(t, err, `cron spec "61 * * * *": `)
+	require.NotContains(t, err.Error(), "CRON_TZ")
 	paris, err := time.LoadLocation("Europe/Paris")
 	require.NoError(t, err)
 	for _, c := range []struct {
