@@ -276,7 +276,8 @@ func TestRecurringHelp(t *testing.T) {
 }
 
 // TestServeMetricsRecurring: serve-metrics serves the recurring metrics,
-// of every queue on the server or of the queues given.
+// of every queue on the server or of the queues given; a registration
+// whose schedule it cannot compute is a scrape error.
 func TestServeMetricsRecurring(t *testing.T) {
 	f := newFixture(t, "orders")
 	f.neighbour(t)
@@ -298,9 +299,13 @@ func TestServeMetricsRecurring(t *testing.T) {
 				t.Errorf("%v: metrics lack %s:\n%s", args, m, body)
 			}
 		}
-		if strings.Contains(string(body), "scrape_error") || strings.Contains(string(body), `next_occurrence_timestamp_seconds{name="mars"`) ||
+		// The one scrape error is "mars", whose schedule cannot be computed
+		// here (issue 24, item 2: it was silent, so no alert fired).
+		if n := strings.Count(string(body), "redisq_recurring_scrape_error{"); n != 1 ||
+			!strings.Contains(string(body), `redisq_recurring_scrape_error{error="registration \"mars\": schedule \"CRON_TZ=Mars/Olympus 0 9 * * *\" cannot be computed`) ||
+			strings.Contains(string(body), `next_occurrence_timestamp_seconds{name="mars"`) ||
 			strings.Contains(string(body), `next_occurrence_timestamp_seconds{name="over"`) {
-			t.Errorf("%v: a scrape error, or a next occurrence of a registration that has none:\n%s", args, body)
+			t.Errorf("%v: a scrape error other than mars's, or a next occurrence of a registration that has none:\n%s", args, body)
 		}
 		if code := stop(); code != exitOK {
 			t.Fatalf("serve-metrics exited %d", code)
