@@ -2,6 +2,8 @@ package dqweb
 
 import (
 	"fmt"
+	"net/http"
+	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
 )
@@ -57,3 +59,11 @@ var ParseCursor = parseCursor
 
 // BadTable is badTable.
 var BadTable = badTable
+
+// BasicAuthAt is BasicAuthWith with its clock.
+func BasicAuthAt(h http.Handler, user, password string, opt AuthOptions, now func() time.Time) http.Handler {
+	return basicAuth(h, user, password, opt, now)
+}
+
+// AuthTracked is how many clients and /48s h, from BasicAuthAt, counts.
+func AuthTracked(h http.Handler) int { return h.(*authHandler).lim.tracked() }
