@@ -1,10 +1,17 @@
 package dqweb_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,6 +132,135 @@ func BenchmarkPages1M(b *testing.B) {
 			for b.Loop() {
 				serve()
 			}
+		})
+	}
+}
+
+// redisUsec returns the microseconds Redis has spent running commands
+// (INFO commandstats, every command).
+func redisUsec(tb testing.TB, c *redis.Client) int64 {
+	tb.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\r\n") {
+		_, stats, ok := strings.Cut(line, ":")
+		if !strings.HasPrefix(line, "cmdstat_") || !ok {
+			continue
+		}
+		for _, kv := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// BenchmarkPayloadRedisTime measures what reading payloads costs Redis
+// (redis-us/op: its time running commands, from INFO commandstats):
+// read=SIZE is one GetPrefix of 1 KiB of a payload of SIZE (Redis copies
+// the whole payload to cut it), item=SIZE the item page of such a payload
+// (its size, its payload if at most ItemPayloadBytes, TIME and the
+// queue's existence), with no payload budget.
+func BenchmarkPayloadRedisTime(b *testing.B) {
+	f := newFixture(b, dqweb.Options{})
+	ctx := context.Background()
+	sizes := []int{1 << 10, 16 << 10, 64 << 10, 1 << 20}
+	for _, n := range sizes {
+		if _, err := f.q.EnqueueAfter(ctx, fmt.Sprint("p", n), bytes.Repeat([]byte("x"), n), time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/", PayloadBytesPerSecond: -1})
+	for _, n := range sizes {
+		b.Run(fmt.Sprint("read=", n>>10, "KiB"), func(b *testing.B) {
+			before := redisUsec(b, f.c)
+			for b.Loop() {
+				if _, err := f.q.GetPrefix(ctx, fmt.Sprint("p", n), 1<<10); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(redisUsec(b, f.c)-before)/float64(b.N), "redis-us/op")
+		})
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprint("item=", n>>10, "KiB"), func(b *testing.B) {
+			before := redisUsec(b, f.c)
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				req := httptest.NewRequest(http.MethodGet, fmt.Sprint("/dq/item?q=orders&id=p", n), nil)
+				req.Host = "127.0.0.1"
+				h.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatalf("%d\n%s", rec.Code, rec.Body)
+				}
+			}
+			b.ReportMetric(float64(redisUsec(b, f.c)-before)/float64(b.N), "redis-us/op")
+		})
+	}
+}
+
+// BenchmarkLoopingViewers has 20 clients view the item page of a payload
+// of SIZE in a loop, with the default payload budget, for a second per
+// op (run it with -benchtime 5x): redis-busy-% is the share of the time
+// Redis spent running commands, ping-p50-us the median of a PING sent
+// every 10 ms meanwhile, views/s the pages served.
+func BenchmarkLoopingViewers(b *testing.B) {
+	f := newFixture(b, dqweb.Options{})
+	ctx := context.Background()
+	sizes := []int{64 << 10, 1 << 20}
+	for _, n := range sizes {
+		if _, err := f.q.EnqueueAfter(ctx, fmt.Sprint("p", n), bytes.Repeat([]byte("x"), n), time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"}))
+	defer srv.Close()
+	pinger := redis.NewClient(f.c.Options())
+	defer pinger.Close()
+	for _, n := range sizes {
+		b.Run(fmt.Sprint("item=", n>>10, "KiB"), func(b *testing.B) {
+			var views atomic.Int64
+			var pings []time.Duration
+			var elapsed time.Duration
+			before := redisUsec(b, f.c)
+			for b.Loop() {
+				start := time.Now()
+				var wg sync.WaitGroup
+				for range 20 {
+					wg.Go(func() {
+						c := &http.Client{}
+						for time.Since(start) < time.Second {
+							resp, err := c.Get(fmt.Sprint(srv.URL, "/dq/item?q=orders&id=p", n))
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							_, _ = io.Copy(io.Discard, resp.Body)
+							_ = resp.Body.Close()
+							views.Add(1)
+						}
+					})
+				}
+				for time.Since(start) < time.Second {
+					t0 := time.Now()
+					if err := pinger.Ping(ctx).Err(); err != nil {
+						b.Fatal(err)
+					}
+					pings = append(pings, time.Since(t0))
+					time.Sleep(10 * time.Millisecond)
+				}
+				wg.Wait()
+				elapsed += time.Since(start)
+			}
+			slices.Sort(pings)
+			b.ReportMetric(100*float64(redisUsec(b, f.c)-before)/float64(elapsed.Microseconds()), "redis-busy-%")
+			b.ReportMetric(float64(pings[len(pings)/2].Microseconds()), "ping-p50-us")
+			b.ReportMetric(float64(views.Load())/elapsed.Seconds(), "views/s")
 		})
 	}
 }

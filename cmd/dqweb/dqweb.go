@@ -56,15 +56,18 @@
 // in Options.AllowedHosts (see AllowHosts).
 //
 // One request's cost is bounded whatever the data: a page reads a
-// bounded number of items, and payloads are read with redisq's GetPrefix:
-// at most ItemPayloadBytes of one payload on the item page, previews only
-// of payloads up to 64 KiB, and nothing of a payload over
-// redisq.MaxPrefixScan (1 MiB): Redis has no ranged read of a hash field,
-// so cutting a prefix copies the whole payload on Redis' main thread.
-// Such a payload is shown by size only; `dqctl show` prints it. There is
-// no download, for the same reason: every chunk would cost a copy of the
-// whole payload. At most MaxPayloadReads payload reads (and their
-// formatting) run at once per handler, which bounds their memory. An
+// bounded number of items, and payloads are read with redisq's GetPrefix
+// only when they are at most ItemPayloadBytes (64 KiB; the item page
+// reads such a payload whole, a dead list previews it): Redis has no
+// ranged read of a hash field, so reading any part of a payload copies
+// all of it on Redis' main thread. A larger payload is shown by size
+// only; `dqctl show` prints it. There is no download, for the same
+// reason: every chunk would cost a copy of the whole payload. Across
+// requests, the payload bytes read per second are bounded by
+// Options.PayloadBytesPerSecond (a token bucket shared by every request):
+// past it, pages show payloads by size and say why. At most
+// MaxPayloadReads payload reads (and their formatting) run at once per
+// handler, which bounds their memory. An
 // action on selected items makes one redisq call per item, at most
 // MaxSelect. Every page of a queue also reads its recurring registrations
 // for the Recurring tab's count (redisq Queue.Registrations, one script
@@ -144,6 +147,14 @@ type Options struct {
 	// arrive, from the start of the handler; default 10s. A slower client
 	// gets 408 and its connection is closed.
 	FormTimeout time.Duration
+	// PayloadBytesPerSecond bounds the payload bytes the handler has
+	// Redis read, per second, across all requests (a token bucket holding
+	// a second's worth): reading any part of a payload copies all of it
+	// on Redis' main thread. Past it, pages show the payloads they could
+	// not read by size, saying why. Default
+	// DefaultPayloadBytesPerSecond (4 MiB, a few ms of Redis time a
+	// second; see docs/operations.md); negative: no bound.
+	PayloadBytesPerSecond int
 }
 
 // PageSize is the number of items per page of a list.
@@ -188,8 +199,12 @@ func Handler(c redis.UniversalClient, opt Options) http.Handler {
 	if opt.FormTimeout <= 0 {
 		opt.FormTimeout = 10 * time.Second
 	}
+	if opt.PayloadBytesPerSecond == 0 {
+		opt.PayloadBytesPerSecond = DefaultPayloadBytesPerSecond
+	}
 	return &handler{c: c, opt: opt, rates: newRates(), names: &queueList{ttl: opt.QueueListTTL},
-		hosts: newHostList(opt.AllowedHosts), payloads: make(chan struct{}, MaxPayloadReads)}
+		hosts: newHostList(opt.AllowedHosts), payloads: make(chan struct{}, MaxPayloadReads),
+		budget: newByteBudget(opt.PayloadBytesPerSecond)}
 }
 
 type handler struct {
@@ -199,6 +214,7 @@ type handler struct {
 	names    *queueList
 	hosts    hostList
 	payloads chan struct{} // a token per payload read under way
+	budget   *byteBudget   // payload bytes Redis may copy, per second
 }
 
 //go:embed static templates

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -18,9 +19,9 @@ import (
 
 // Every page does bounded work whatever the queue's size: Stats is
 // O(log n), the due chart 62 range counts, each list one page (List is
-// O(log n + page)), and payloads are read with GetPrefix, whose copy on
-// Redis is at most redisq.MaxPrefixScan bytes (for previews, only payloads
-// up to previewScan bytes are read at all). The overview's list of
+// O(log n + page)), and payloads are read with GetPrefix only when they
+// are at most ItemPayloadBytes (previews: previewScan), within the
+// handler's budget of payload bytes a second. The overview's list of
 // queues, without Options.Queues, is redisq.ListQueues (the registry
 // {dq}:queues: its cost grows with the number of queues, not of keys),
 // reused for Options.QueueListTTL; it reads at most 100 queues a page.
@@ -31,8 +32,15 @@ import (
 // them. It keeps every link and form within a few tens of KiB.
 const MaxName = 8 << 10
 
-// ItemPayloadBytes is the most of a payload the item page reads and shows.
+// ItemPayloadBytes is the largest payload the item page reads (whole):
+// a larger one is shown by its size, and `dqctl show` prints it. Redis
+// has no ranged read of a hash field: reading any part of a payload
+// copies all of it on Redis' main thread.
 const ItemPayloadBytes = 64 << 10
+
+// DefaultPayloadBytesPerSecond is the default of
+// Options.PayloadBytesPerSecond.
+const DefaultPayloadBytesPerSecond = 4 << 20
 
 // MaxPayloadReads is how many payload reads (with their formatting) run
 // at once per handler; more wait, within Options.Timeout. With
@@ -285,6 +293,9 @@ type itemRow struct {
 	Lease                 when
 	LeaseExpired, HasLoad bool
 	Payload               payloadView
+	// Busy: the payload was not read, the handler's payload budget
+	// (Options.PayloadBytesPerSecond) being spent.
+	Busy bool
 	// In a list of a partitioned queue: the item's partition (its index,
 	// name, name as shown, its page's tab: "" when too long to open), and
 	// PIDX, the "part.HEXID" of the selection ("" when it cannot be
@@ -345,9 +356,24 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	q := t.q
 	var row itemRow
 	err := h.readingPayloads(ctx, func() error {
-		it, err := q.GetPrefix(ctx, id, ItemPayloadBytes)
+		// Its size first (no copy), then the payload if it is small enough
+		// and the budget has room: reading it costs Redis a copy.
+		it, err := q.GetPrefix(ctx, id, 0)
 		if err != nil {
 			return err
+		}
+		busy := false
+		if it.PayloadSize > 0 && it.PayloadSize <= ItemPayloadBytes {
+			if busy = !h.budget.take(it.PayloadSize); !busy {
+				size := it.PayloadSize
+				if it, err = q.GetPrefix(ctx, id, ItemPayloadBytes); err != nil {
+					return err
+				}
+				h.budget.charge(copied(it.PayloadSize) - size) // replaced meanwhile
+				if it.PayloadSize > ItemPayloadBytes {
+					it.Payload = nil
+				}
+			}
 		}
 		// GetPrefix does not report Redis TIME; one more round trip reads
 		// it, so that times are relative to the clock the queue runs by.
@@ -356,6 +382,7 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 			now = time.Now()
 		}
 		row = h.itemRow(name, it, now, itemBytes)
+		row.Busy = busy
 		return nil
 	})
 	switch {
@@ -372,6 +399,82 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		layout
 		Queue, QueueShown string
 		Item              itemRow
-		ReadMax, ScanMax  int
-	}{l, name, shown(name), row, ItemPayloadBytes, redisq.MaxPrefixScan})
+		ReadMax           int
+		Budget            int
+	}{l, name, shown(name), row, ItemPayloadBytes, h.budget.perSecond()})
+}
+
+// copied is how many bytes of a payload of size GetPrefix has Redis copy
+// when asked for some of it: all, up to redisq.MaxPrefixScan; none past.
+func copied(size int) int {
+	if size > redisq.MaxPrefixScan {
+		return 0
+	}
+	return size
+}
+
+// byteBudget is a token bucket of payload bytes, shared by every request
+// of a handler, holding a second's worth (and at least ItemPayloadBytes).
+// Safe for concurrent use; a nil budget has no bound.
+type byteBudget struct {
+	rate, capacity float64 // bytes a second, and at most
+
+	mu     sync.Mutex
+	tokens float64   // guarded by mu
+	filled time.Time // guarded by mu: when tokens were last added
+}
+
+// newByteBudget returns a budget of perSecond bytes, or nil when
+// perSecond is negative.
+func newByteBudget(perSecond int) *byteBudget {
+	if perSecond < 0 {
+		return nil
+	}
+	b := &byteBudget{rate: float64(perSecond), capacity: float64(max(perSecond, ItemPayloadBytes)), filled: time.Now()}
+	b.tokens = b.capacity
+	return b
+}
+
+// take takes n bytes from the budget if it holds them, and reports
+// whether it did.
+func (b *byteBudget) take(n int) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refillLocked()
+	if b.tokens < float64(n) {
+		return false
+	}
+	b.tokens -= float64(n)
+	return true
+}
+
+// charge takes n more bytes (n > 0) however many are left: a read that
+// cost more than was taken for it.
+func (b *byteBudget) charge(n int) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refillLocked()
+	b.tokens -= float64(n)
+}
+
+func (b *byteBudget) refillLocked() {
+	now := time.Now()
+	if d := now.Sub(b.filled); d > 0 {
+		b.tokens = min(b.capacity, b.tokens+d.Seconds()*b.rate)
+	}
+	b.filled = now
+}
+
+// perSecond is the budget's rate in bytes a second; 0 without a bound.
+func (b *byteBudget) perSecond() int {
+	if b == nil {
+		return 0
+	}
+	return int(b.rate)
 }

@@ -365,10 +365,12 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 		return badRequest{err}
 	}
 	page, err := p.List(ctx, d.State, redisq.PartitionedListOptions{Cursor: cur, Limit: size})
+	busy := make([]bool, len(page.Items))
 	if err == nil && d.State == redisq.StateDead {
 		err = h.readingPayloads(ctx, func() error {
 			for i := range page.Items {
-				if err := previewPayload(ctx, p.Partition(page.Items[i].Partition), &page.Items[i].Item); err != nil {
+				var err error
+				if busy[i], err = h.previewPayload(ctx, p.Partition(page.Items[i].Partition), &page.Items[i].Item); err != nil {
 					return err
 				}
 			}
@@ -378,9 +380,10 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 	if err != nil {
 		return err
 	}
-	for _, it := range page.Items {
+	for i, it := range page.Items {
 		pn := p.Partition(it.Partition).Name()
 		row := h.itemRow(pn, it.Item, page.Now, previewBytes)
+		row.Busy = busy[i]
 		row.HasPart, row.Part, row.PartName, row.PartShown, row.PartURL = true, it.Partition, pn, shown(pn), h.tabURL(pn, d.State)
 		if row.IDX != "" {
 			row.PIDX = strconv.Itoa(it.Partition) + "." + row.IDX
@@ -419,23 +422,29 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 // badRequest is an error of the request, not of Redis: a 400.
 type badRequest struct{ error }
 
-// previewPayload reads the start of it's payload into it, as withPayloads
-// does.
-func previewPayload(ctx context.Context, q *redisq.Queue, it *redisq.Item) error {
+// previewPayload reads the start of it's payload into it, for a list of
+// dead items, within the handler's payload budget: busy when the budget
+// left it unread.
+func (h *handler) previewPayload(ctx context.Context, q *redisq.Queue, it *redisq.Item) (busy bool, err error) {
 	if it.PayloadSize == 0 || it.PayloadSize > previewScan || len(it.ID) > MaxName {
-		return nil
+		return false, nil
+	}
+	// Redis copies the whole payload to cut its start.
+	if !h.budget.take(it.PayloadSize) {
+		return true, nil
 	}
 	pre, err := q.GetPrefix(ctx, it.ID, previewRead)
 	if errors.Is(err, redisq.ErrNotFound) {
-		return nil // gone meanwhile: shown without its payload
+		return false, nil // gone meanwhile: shown without its payload
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
+	h.budget.charge(copied(pre.PayloadSize) - it.PayloadSize) // replaced meanwhile
 	if pre.PayloadSize == it.PayloadSize {
 		it.Payload = pre.Payload
 	}
-	return nil
+	return false, nil
 }
 
 // pausedParts counts the paused partitions of t (1 or 0 of 1 for an

@@ -333,8 +333,9 @@ func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d 
 	off := offset(r, "offset")
 	// An offset past the end (up to math.MaxInt64) reads the end, empty.
 	page, err := q.List(ctx, d.State, redisq.ListOptions{Offset: min(off, total), Limit: size})
+	var busy []bool
 	if err == nil && d.State == redisq.StateDead {
-		err = h.withPayloads(ctx, q, &page)
+		busy, err = h.withPayloads(ctx, q, &page)
 	}
 	if err != nil {
 		return err
@@ -342,8 +343,9 @@ func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d 
 	if off > total {
 		page.Items = nil
 	}
-	for _, it := range page.Items {
+	for i, it := range page.Items {
 		row := h.itemRow(d.Name, it, page.Now, previewBytes)
+		row.Busy = busy != nil && busy[i]
 		d.Items = append(d.Items, row)
 		d.Selection = d.Selection || row.IDX != ""
 	}
@@ -404,24 +406,18 @@ const (
 )
 
 // withPayloads fills in the start of the payloads of a page of dead items
-// read without them, holding one payload token for the page.
-func (h *handler) withPayloads(ctx context.Context, q *redisq.Queue, page *redisq.Page) error {
-	return h.readingPayloads(ctx, func() error {
-		for i, it := range page.Items {
-			if it.PayloadSize == 0 || it.PayloadSize > previewScan || len(it.ID) > MaxName {
-				continue
-			}
-			pre, err := q.GetPrefix(ctx, it.ID, previewRead)
-			if errors.Is(err, redisq.ErrNotFound) {
-				continue // gone meanwhile: shown without its payload
-			}
-			if err != nil {
+// read without them, holding one payload token for the page; busy marks
+// the items whose payload the budget left unread.
+func (h *handler) withPayloads(ctx context.Context, q *redisq.Queue, page *redisq.Page) (busy []bool, err error) {
+	busy = make([]bool, len(page.Items))
+	err = h.readingPayloads(ctx, func() error {
+		for i := range page.Items {
+			var err error
+			if busy[i], err = h.previewPayload(ctx, q, &page.Items[i]); err != nil {
 				return err
-			}
-			if pre.PayloadSize == it.PayloadSize {
-				page.Items[i].Payload = pre.Payload
 			}
 		}
 		return nil
 	})
+	return busy, err
 }
