@@ -148,7 +148,7 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 	}
 	r, err := q.run(ctx, scriptMigrate, []string{q.kpref + "parts"})
 	if err != nil {
-		return nil, fmt.Errorf("redisq: upgrading queue %q: %w", name, err)
+		return nil, fmt.Errorf("redisq: opening queue %q: %w", name, err)
 	}
 	if toInt(r[0]) == 2 {
 		return nil, fmt.Errorf("redisq: %q is a partitioned queue (use OpenPartitioned)", name)

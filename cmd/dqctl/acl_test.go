@@ -58,6 +58,31 @@ func httpGet(t *testing.T, c *http.Client, u string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// dashboardAction posts the confirmed action form to the dashboard at u,
+// with a CSRF token of its own, and returns the status and body of its
+// result page (the POST redirects to it).
+func dashboardAction(t *testing.T, u string, form url.Values) (int, string) {
+	t.Helper()
+	_, page := httpGet(t, http.DefaultClient, u+"queue?q="+url.QueryEscape(form.Get("q")))
+	tok := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if tok == nil {
+		t.Fatal("no CSRF token")
+	}
+	form.Set("csrf", tok[1])
+	form.Set("confirmed", "yes")
+	req, _ := http.NewRequest(http.MethodPost, u+"action", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.AddCookie(&http.Cookie{Name: "dqweb_csrf", Value: tok[1]})
+	resp, err := http.DefaultClient.Do(req) // follows the redirect with the cookie
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // TestACLRules runs the ACL users of docs/operations.md against a real
 // redis-server: the read-only dashboard, exporter and dqctl reads as
 // dqreader (whose writes are refused), producers as dqproducer (which
@@ -139,13 +164,22 @@ func TestACLRules(t *testing.T) {
 			t.Errorf("metrics as dqreader: %d\n%s", code, body)
 		}
 
-		// Its writes are refused, and change nothing.
+		// Its writes are refused, and change nothing. Issue 24, item 14:
+		// they told it to grant a write ("allow it (ACL SETUSER ...
+		// +zrem"), and purge and requeue -all printed "0 ... items" first.
 		before := stats()
-		for _, args := range [][]string{{"purge", "-yes", "orders", "dead"}, {"requeue", "orders", "d1"}, {"delete", "orders", "s1"},
+		for _, args := range [][]string{{"purge", "-yes", "orders", "dead"}, {"requeue", "orders", "d1"}, {"requeue", "-yes", "-all", "orders"},
+			{"delete-dead", "-yes", "-all", "orders"}, {"delete", "orders", "s1"},
 			{"pause", "orders"}, {"destroy", "-yes", "orders"}, {"register", "orders", "x", "every 1h"}, {"unregister", "-yes", "orders", "hourly"}} {
 			r := dqctl(t, "", append(a, args...)...)
 			if r.code != exitError || !strings.Contains(r.stderr, "can't run this command") && !strings.Contains(r.stderr, "NOPERM") {
 				t.Errorf("%v as dqreader: exit %d\n%s", args, r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, "ACL SETUSER") || strings.Contains(r.stderr, "can't run this command") && !strings.Contains(r.stderr, "run it as a user that may change queues") {
+				t.Errorf("%v as dqreader: the hint is not to run it as a user that may change queues:\n%s", args, r.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("%v as dqreader printed %q before its error", args, r.stdout)
 			}
 		}
 		if after := stats(); after.Dead != before.Dead || after.Scheduled != before.Scheduled || after.Paused {
@@ -153,6 +187,16 @@ func TestACLRules(t *testing.T) {
 		}
 		if regs, err := f.q.Registrations(ctx); err != nil || len(regs) != 1 {
 			t.Errorf("dqreader changed the registrations: %d %v", len(regs), err)
+		}
+		// A dashboard served as dqreader without -readonly: its actions
+		// fail saying to serve it read-only (issue 24, item 14: they said
+		// to grant the write).
+		u, stop = serving(t, append(a, "serve", "-listen", "127.0.0.1:0")...)
+		code, body = dashboardAction(t, u, url.Values{"op": {"purge"}, "state": {"dead"}, "q": {"orders"}})
+		stop()
+		if code != http.StatusBadGateway || !strings.Contains(body, "the dashboard&#39;s Redis user may not change queue &#34;orders&#34;") ||
+			!strings.Contains(body, "-readonly") || strings.Contains(body, "ACL SETUSER") {
+			t.Errorf("a purge on the dashboard as dqreader: %d\n%s", code, body)
 		}
 		if err := client("dqreader").Set(ctx, "{dq:orders}:x", 1, 0).Err(); err == nil {
 			t.Error("dqreader may SET")
@@ -164,7 +208,12 @@ func TestACLRules(t *testing.T) {
 		if err := f.c.Set(ctx, "{dq:legacy}:seq", "3", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		dqctl(t, "", append(a, "stats", "legacy")...).want(t, exitError, "upgrading queue")
+		// Issue 24, item 14: it said "upgrading queue", and "allow it +get".
+		r := dqctl(t, "", append(a, "stats", "legacy")...)
+		r.want(t, exitError, `queue "legacy" is stored in the format of an older redisq, which opening it converts`, "open it once as a producer or consumer")
+		if strings.Contains(r.stderr, "upgrading") || strings.Contains(r.stderr, "ACL SETUSER") {
+			t.Errorf("opening a legacy queue as dqreader: %s", r.stderr)
+		}
 		legacy, err := redisq.New(ctx, client("dqconsumer"), "legacy")
 		if err != nil {
 			t.Fatal(err)
@@ -419,27 +468,10 @@ func TestACLRules(t *testing.T) {
 		// The dashboard's actions.
 		u, stop := serving(t, append(a, "serve", "-listen", "127.0.0.1:0")...)
 		defer stop()
-		_, page := httpGet(t, http.DefaultClient, u+"queue?q=orders")
-		tok := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
-		if tok == nil {
-			t.Fatal("no CSRF token")
-		}
 		for _, form := range []url.Values{{"op": {"purge"}, "state": {"scheduled"}}, {"op": {"pause"}}, {"op": {"resume"}}, {"op": {"unregister"}, "reg": {"op"}}} {
 			form.Set("q", "orders")
-			form.Set("csrf", tok[1])
-			form.Set("confirmed", "yes")
-			req, _ := http.NewRequest(http.MethodPost, u+"action", strings.NewReader(form.Encode()))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.Header.Set("Sec-Fetch-Site", "same-origin")
-			req.AddCookie(&http.Cookie{Name: "dqweb_csrf", Value: tok[1]})
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Errorf("dashboard %s as dqoperator: %d\n%s", form.Get("op"), resp.StatusCode, b)
+			if code, body := dashboardAction(t, u, form); code != http.StatusOK {
+				t.Errorf("dashboard %s as dqoperator: %d\n%s", form.Get("op"), code, body)
 			}
 		}
 		if st := stats(); st.Scheduled != 0 || st.Paused {

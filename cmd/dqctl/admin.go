@@ -40,8 +40,11 @@ func cmdDead(e *env, requeue bool) error {
 		} else {
 			n, err = t.DeleteAllDead(e.ctx)
 		}
-		e.printf("%s %s of %s\n", done, plural(n, "dead item"), t.label())
-		return partial(e, err, "dead items")
+		err = partial(e, err, "dead items")
+		if err == nil || n > 0 { // on an error, only what was done
+			e.printf("%s %s of %s\n", done, plural(n, "dead item"), t.label())
+		}
+		return err
 	}
 	return eachID(e, t, func(q *redisq.Queue, id, in string) error {
 		var err error
@@ -75,6 +78,19 @@ func partial(e *env, err error, rest string) error {
 // table, exists. Nothing was there to change.
 func (e *env) partitionedEmpty(err error) bool {
 	return e.partitioned && errors.Is(err, redisq.ErrNoQueue)
+}
+
+// explain rewrites the refusal, by the Redis user's ACL, of a command a
+// writing command's script needs: it says that the command changes the
+// queue, which a read-only user cannot, rather than redisq's "allow it"
+// (right for a reader missing a read, not for a reader asked to write).
+func (e *env) explain(err error) error {
+	var pe *redisq.PermissionError
+	if e.cmd == nil || !e.cmd.write || !errors.As(err, &pe) || pe.Command == "" {
+		return err
+	}
+	return fmt.Errorf("the Redis user may not change queue %s: dqctl %s needs %s, which it may not run; "+
+		"run it as a user that may change queues (dqoperator in docs/operations.md): %w", quote(pe.Queue), e.cmd.name, pe.Command, pe.Err)
 }
 
 // errMarked: the in-flight item was marked by an earlier delete.
@@ -112,6 +128,7 @@ func eachID(e *env, t *target, f func(q *redisq.Queue, id, in string) error) err
 			return err
 		default: // a Redis error, or an id in several partitions
 			code = exitError
+			err = e.explain(err)
 		}
 		failed++
 		fmt.Fprintf(e.stderr, "dqctl: %s\n", clean(err.Error()))
@@ -172,8 +189,11 @@ func cmdPurge(e *env) error {
 	if state == redisq.StateInFlight {
 		what = "marked"
 	}
-	e.printf("purged %s: %s %s\n", t.label(), what, plural(n, state.String()+" item"))
-	return partial(e, err, state.String()+" items")
+	err = partial(e, err, state.String()+" items")
+	if err == nil || n > 0 { // on an error, only what was done
+		e.printf("purged %s: %s %s\n", t.label(), what, plural(n, state.String()+" item"))
+	}
+	return err
 }
 
 // cmdPause pauses (or resumes) the queue's deliveries: a partitioned

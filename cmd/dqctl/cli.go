@@ -194,7 +194,7 @@ func (e *env) open(name string) (*redisq.Queue, error) {
 		if perr := e.partitionedErr(name); perr != nil {
 			return nil, perr
 		}
-		return nil, err
+		return nil, e.legacyErr(name, err)
 	}
 	ok, err := q.Exists(e.ctx)
 	if err != nil {
@@ -208,6 +208,22 @@ func (e *env) open(name string) (*redisq.Queue, error) {
 		return nil, notFound("no queue named %s on %s%s (dqctl queues lists them)", quote(name), e.conn.where(), unchanged)
 	}
 	return q, nil
+}
+
+// legacyErr explains a refusal, by the Redis user's ACL, to open queue
+// name (err, from redisq.New) when the queue is stored in the format of a
+// redisq from before the sequence hash ({dq:NAME}:seq a string): New
+// converts it, which takes a user that may write.
+func (e *env) legacyErr(name string, err error) error {
+	var pe *redisq.PermissionError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	if typ, terr := e.c.Type(e.ctx, "{dq:"+name+"}:seq").Result(); terr != nil || typ != "string" {
+		return err
+	}
+	return fmt.Errorf("queue %s is stored in the format of an older redisq, which opening it converts, and the Redis user may not do that (it may not run %s): "+
+		"open it once as a producer or consumer (docs/operations.md): %w", quote(name), pe.Command, pe.Err)
 }
 
 // confirm asks the operator; -yes answers for them. The command's
@@ -422,6 +438,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
+	err = e.explain(err)
 	switch {
 	case ctx.Err() != nil && code == exitError:
 		err = fmt.Errorf("interrupted: %w", err)

@@ -66,7 +66,8 @@ func cmdServeMetrics(e *env) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
 	e.printf("serving metrics of %s on http://%s/metrics\n", which(e.args), l.Addr())
-	return serveHTTP(e, l, dqweb.AllowHosts(mux, e.allowedHosts()...))
+	allow := func(name string) string { return "dqctl serve-metrics -allow-host " + name }
+	return serveHTTP(e, l, dqweb.AllowHostsWith(mux, allow, e.allowedHosts()...))
 }
 
 func which(names []string) string {

@@ -353,6 +353,10 @@ func TestServeMetricsNamesAndHosts(t *testing.T) {
 		if want != 200 && strings.Contains(body, "orders") {
 			t.Errorf("Host %s: the refusal names a queue: %s", h, body)
 		}
+		// Issue 24, item 14: the refusal told to run dqctl serve.
+		if want != 200 && (!strings.Contains(body, "allow this name: dqctl serve-metrics -allow-host evil.example.") || strings.Contains(body, "dqctl serve ")) {
+			t.Errorf("Host %s: the refusal does not say how to allow it in serve-metrics: %s", h, body)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package dqweb
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -181,6 +183,12 @@ func (a action) question() string {
 		case "delete-dead":
 			return fmt.Sprintf("Delete dead item %s %s? This cannot be undone.", id, at)
 		case "delete":
+			switch a.State {
+			case redisq.StateScheduled, redisq.StateDead:
+				return fmt.Sprintf("Delete %s %s %s? This cannot be undone.", stateNoun(a.State), id, at)
+			case redisq.StateInFlight:
+				return fmt.Sprintf("Delete in-flight item %s %s? It is marked: deleted when its consumer settles it, never retried.", id, at)
+			}
 			return fmt.Sprintf("Delete item %s %s? An in-flight item is marked instead: deleted when its consumer settles it, never retried.", id, at)
 		case "run-now":
 			return fmt.Sprintf("Run item %s %s now? It becomes due now.", id, at)
@@ -440,16 +448,97 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status, msg := h.do(r.Context(), t, a)
-	if status == http.StatusServiceUnavailable {
+	// Redirect after POST: a reload of the result shows it again, and
+	// does nothing.
+	id := h.results.put(r, result{status: status, msg: message(msg), back: h.listURL(a), queue: quoted(a.Queue)})
+	http.Redirect(w, r, h.opt.Prefix+"result?r="+id, http.StatusSeeOther)
+}
+
+// An action's POST is answered 303 See Other to Prefix+"result?r=ID", a
+// page that shows what the action did: reloading it shows that again and
+// changes nothing. The result is kept in the handler's memory, for
+// resultTTL, at most maxResults of them (the oldest go first), and is
+// shown only to the browser that posted it (its CSRF cookie): another
+// handler (a replica behind a load balancer) does not have it, and says
+// so.
+const (
+	maxResults = 1000
+	resultTTL  = 10 * time.Minute
+)
+
+// result is what an action did, as its result page shows it.
+type result struct {
+	status           int
+	msg, back, queue string
+
+	id    string
+	owner [sha256.Size]byte // the poster's CSRF cookie, hashed
+	at    time.Time
+}
+
+// results keeps the recent results by id. Safe for concurrent use.
+type results struct {
+	mu    sync.Mutex
+	byID  map[string]*result // guarded by mu
+	order []*result          // guarded by mu: oldest first
+}
+
+// put keeps res for the browser that sent r (whose CSRF cookie checkCSRF
+// has checked) and returns its id, a random one.
+func (rs *results) put(r *http.Request, res result) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	res.id, res.at = hex.EncodeToString(b), time.Now()
+	if c, err := r.Cookie(csrfCookie); err == nil {
+		res.owner = sha256.Sum256([]byte(c.Value))
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.byID == nil {
+		rs.byID = map[string]*result{}
+	}
+	for len(rs.order) > 0 && (len(rs.order) >= maxResults || time.Since(rs.order[0].at) > resultTTL) {
+		delete(rs.byID, rs.order[0].id)
+		rs.order = rs.order[1:]
+	}
+	rs.byID[res.id] = &res
+	rs.order = append(rs.order, &res)
+	return res.id
+}
+
+// get returns the result id kept for the browser that sent r.
+func (rs *results) get(r *http.Request, id string) (result, bool) {
+	c, err := r.Cookie(csrfCookie)
+	if err != nil {
+		return result{}, false
+	}
+	owner := sha256.Sum256([]byte(c.Value))
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	res := rs.byID[id]
+	if res == nil || time.Since(res.at) > resultTTL || subtle.ConstantTimeCompare(owner[:], res.owner[:]) != 1 {
+		return result{}, false
+	}
+	return *res, true
+}
+
+// resultPage shows the result of an action (see results).
+func (h *handler) resultPage(w http.ResponseWriter, r *http.Request) {
+	res, ok := h.results.get(r, r.URL.Query().Get("r"))
+	if !ok {
+		h.fail(w, r, http.StatusNotFound, "this action's result is no longer here: results are kept %v, by the dashboard that did the action, for the browser that asked; the queue's page shows what is there now", resultTTL)
+		return
+	}
+	if res.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "5")
 	}
-	h.render(w, status, "result", struct {
+	h.render(w, res.status, "result", struct {
 		layout
 		OK      bool
 		Message string
 		Back    string
 		Queue   string
-	}{h.layout(w, r, "Done", false), status == http.StatusOK, message(msg), h.listURL(a), quoted(a.Queue)})
+	}{h.layout(w, r, "Done", false), res.status == http.StatusOK, res.msg, res.back, res.queue})
 }
 
 // countFor reads how many items an action on a whole state would change,
@@ -572,11 +661,25 @@ func (h *handler) do(ctx context.Context, t *target, a action) (int, string) {
 	case errors.Is(err, redisq.ErrNoQueue):
 		return http.StatusNotFound, fmt.Sprintf("Queue %s has no data (any more); nothing changed.", ql)
 	}
-	status, msg := h.redisStatus(err)
+	status, msg := h.actionStatus(err)
 	if n > 0 {
 		return status, fmt.Sprintf("%d items changed, then: %s", n, msg)
 	}
 	return status, "Failed: " + msg
+}
+
+// actionStatus is redisStatus for the failure of an action: when the
+// Redis user may not run a command the action needs, it says that the
+// action changes the queue, which a read-only user cannot, rather than to
+// grant the command.
+func (h *handler) actionStatus(err error) (int, string) {
+	var pe *redisq.PermissionError
+	if errors.As(err, &pe) && pe.Command != "" {
+		return http.StatusBadGateway, fmt.Sprintf("the dashboard's Redis user may not change queue %s (it may not run %s, which this action needs): "+
+			"serve the dashboard of a read-only user read-only (dqctl serve -readonly, dqweb.Options.ReadOnly), "+
+			"or as a user that may change queues (dqoperator in docs/operations.md): %v", quoted(pe.Queue), pe.Command, pe.Err)
+	}
+	return h.redisStatus(err)
 }
 
 // doItems runs an action on its ids, one redisq call each, and reports
@@ -678,7 +781,7 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 		msg += fmt.Sprintf(" Nothing changed for %s not in their routing partitions (an item enqueued under an ordering key is acted on from the list, which names its partition): %s.", count(int64(len(o.unrouted)), "item"), names(o.unrouted))
 	}
 	if failure != nil {
-		status, m := h.redisStatus(failure)
+		status, m := h.actionStatus(failure)
 		return status, msg + " Then: " + m
 	}
 	if len(o.done)+len(o.marked) == 0 {

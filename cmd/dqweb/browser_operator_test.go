@@ -244,3 +244,115 @@ func TestBrowserPhone(t *testing.T) {
 		}
 	}
 }
+
+// deadAgain makes a new dead item id in f's queue "orders" (due long ago,
+// so that Take leases it first).
+func deadAgain(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := f.q.Enqueue(ctx, id, []byte("x"), time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.q.Take(ctx)
+	if err != nil || m.ID != id {
+		t.Fatalf("took %v %v, want %s", m, err, id)
+	}
+	if _, err := m.DeadLetter(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrowserReloadDoesNotRepeatAnAction (issue 24, item 14): an action's
+// result page was the POST's response, so reloading it posted the action
+// again. Now the POST is answered 303 See Other to a result page (GET):
+// with the script's dialog or the confirmation page without script, the
+// browser ends on it, and reloading it shows the same result and changes
+// nothing.
+func TestBrowserReloadDoesNotRepeatAnAction(t *testing.T) {
+	chromiumPath(t)
+	for _, script := range []bool{true, false} {
+		f := newFixture(t, dqweb.Options{Refresh: -1})
+		b := newTab(t, 1280, 900)
+		if !script {
+			if _, err := chromedp.Call(b.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.open(f.tabURL("orders", "dead"))
+		if script {
+			b.click(`.whole button[data-op="delete-all-dead"]`, true)
+		} else {
+			b.run(chromedp.Click(chromedp.CSS(`.whole button[data-op="delete-all-dead"]`)))
+			b.run(chromedp.WaitVisible(chromedp.CSS(`p.question`)))
+			b.run(chromedp.Click(chromedp.CSS(`form.confirm button`)))
+		}
+		b.run(chromedp.WaitVisible(chromedp.CSS(`p.result`)))
+		want := `Deleted 3 dead items of queue "orders".`
+		if got := b.text("p.result"); got != want {
+			t.Fatalf("script %v: result %q, want %q", script, got, want)
+		}
+		if p := eval[string](b, `location.pathname`); p != "/dq/result" {
+			t.Fatalf("script %v: the result is shown at %s, the POST's response, not a page of its own", script, p)
+		}
+		deadAgain(t, f, "fresh")
+		b.run(chromedp.Reload())
+		b.run(chromedp.WaitVisible(chromedp.CSS(`p.result`)))
+		if got := b.text("p.result"); got != want {
+			t.Errorf("script %v: after a reload the result says %q, want %q", script, got, want)
+		}
+		if f.state(t, "fresh") != redisq.StateDead {
+			t.Fatalf("script %v: reloading the result page deleted a dead item again", script)
+		}
+	}
+}
+
+// TestBrowserOneCurrentTab (issue 24, item 14): on the Recurring tab both
+// Summary and Recurring were marked current. Each tab, opened, is the
+// only one marked.
+func TestBrowserOneCurrentTab(t *testing.T) {
+	chromiumPath(t)
+	f := newFixture(t, dqweb.Options{Refresh: -1})
+	if _, err := f.q.Register(context.Background(), "hourly", redisq.Every(time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	b := newTab(t, 1280, 900)
+	for _, tab := range []struct{ state, label string }{{"", "Summary"}, {"scheduled", "Scheduled"}, {"inflight", "In flight"}, {"dead", "Dead"}, {"recurring", "Recurring"}} {
+		u := f.queueURL("orders")
+		if tab.state != "" {
+			u = f.tabURL("orders", tab.state)
+		}
+		b.open(u)
+		got := eval[[]string](b, `Array.from(document.querySelectorAll('nav.tabs a[aria-current=page], nav.tabs a.current')).map(a => a.firstChild.textContent.trim())`)
+		if len(got) != 1 || got[0] != tab.label {
+			t.Errorf("tab %q: marked current %q, want only %q", tab.state, got, tab.label)
+		}
+	}
+}
+
+// TestBrowserDeleteAsksForTheState (issue 24, item 14): a scheduled row's
+// Delete asked about in-flight items being marked. Each row's and item
+// page's Delete now asks in the item's own state's words.
+func TestBrowserDeleteAsksForTheState(t *testing.T) {
+	chromiumPath(t)
+	f := newFixture(t, dqweb.Options{Refresh: -1})
+	b := newTab(t, 1280, 900)
+	for _, c := range []struct{ page, button, want string }{
+		{f.tabURL("orders", "scheduled"), `tr[data-id="soon:1"] button[data-op="delete"]`,
+			`confirm: Delete scheduled item "soon:1" of queue "orders"? This cannot be undone.`},
+		{f.itemURL("orders", "soon:2"), `button[data-op="delete"]`,
+			`confirm: Delete scheduled item "soon:2" of queue "orders"? This cannot be undone.`},
+		{f.tabURL("orders", "inflight"), `tr[data-id="charge:1"] button[data-op="delete"]`,
+			`confirm: Delete in-flight item "charge:1" of queue "orders"? It is marked: deleted when its consumer settles it, never retried.`},
+		{f.itemURL("orders", "charge:2"), `button[data-op="delete"]`,
+			`confirm: Delete in-flight item "charge:2" of queue "orders"? It is marked: deleted when its consumer settles it, never retried.`},
+	} {
+		b.open(c.page)
+		b.click(c.button, false)
+		if log := b.dialogLog(); log[len(log)-1] != c.want {
+			t.Errorf("%s asks %q, want %q", c.button, log[len(log)-1], c.want)
+		}
+	}
+	if f.state(t, "soon:1") != redisq.StateScheduled || f.state(t, "charge:1") != redisq.StateInFlight {
+		t.Fatal("a dismissed Delete changed an item")
+	}
+}

@@ -21,7 +21,9 @@
 // every item of a state, pauses or resumes the queue (redisq Queue.Pause),
 // and unregisters a recurring registration: each action is a POST with a
 // CSRF token, confirmed first (naming the items, or their number, or the
-// registration) and reported after. It neither registers recurring jobs
+// registration) and reported after, on a page the POST redirects to (303
+// See Other), so that reloading the report repeats nothing (see
+// results). It neither registers recurring jobs
 // nor keeps them going (a Worker does).
 //
 // A partitioned queue (redisq.NewPartitioned) is shown as one queue: one
@@ -215,6 +217,7 @@ type handler struct {
 	hosts    hostList
 	payloads chan struct{} // a token per payload read under way
 	budget   *byteBudget   // payload bytes Redis may copy, per second
+	results  results       // the results of recent actions
 }
 
 //go:embed static templates
@@ -249,7 +252,7 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// First of all, before routing: a Host that may be DNS-rebound.
 	if !h.hosts.allows(r.Host) {
-		refuseHost(w, r)
+		refuseHost(w, r, dashboardAllow)
 		return
 	}
 	hd := w.Header()
@@ -285,6 +288,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.queuePage(ctx, w, r)
 	case "item":
 		h.itemPage(ctx, w, r)
+	case "result":
+		h.resultPage(w, r)
 	default:
 		h.fail(w, r, http.StatusNotFound, "no such page %s", quoted(r.URL.Path))
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,5 +132,39 @@ func TestFailuresSayWhatFailed(t *testing.T) {
 	t.Cleanup(func() { _ = noauth.Close() })
 	if r := get(t, hc, serve(t, noauth, dqweb.Options{})+"queue?q=orders"); r.status != http.StatusBadGateway || !strings.Contains(r.body, "Redis answered with an error") {
 		t.Errorf("Redis that refuses the command: %d, want 502\n%s", r.status, r.body)
+	}
+}
+
+// scriptsFail fails every script call (EVALSHA, EVAL) with err.
+type scriptsFail struct{ err error }
+
+func (scriptsFail) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h scriptsFail) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			cmd.SetErr(h.err)
+			return h.err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (scriptsFail) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestOutageIsNotAnUpgrade (issue 24, item 14): Redis failing as a page
+// opened a queue was reported as "upgrading queue" (redisq.New's
+// wording, which runs its format check first); it is opening it.
+func TestOutageIsNotAnUpgrade(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	hooked := redis.NewClient(f.c.Options())
+	t.Cleanup(func() { _ = hooked.Close() })
+	hooked.AddHook(scriptsFail{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}})
+	base := serve(t, hooked, dqweb.Options{})
+	r := get(t, client(t), base+"item?q=orders&id=mail:7")
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, `redisq: opening queue &#34;orders&#34;`) || strings.Contains(r.body, "upgrading") {
+		t.Fatalf("item page as Redis fails: %d, want 503 saying it was opening the queue\n%s", r.status, r.body)
 	}
 }

@@ -398,3 +398,58 @@ func TestPrefixAndRouting(t *testing.T) {
 	}()
 	dqweb.Handler(f.c, dqweb.Options{Prefix: "dq/"})
 }
+
+// TestActionRedirectsAfterPost (issue 24, item 14): an action's result
+// was the POST's response, so a reload repeated the action. Now a done
+// action answers 303 See Other to its result page: a GET that shows the
+// result again and again and does nothing, only to the browser that
+// posted (its CSRF cookie), and a 404 once it is gone. An unconfirmed
+// POST still gets its confirmation page, and a refused one its error.
+func TestActionRedirectsAfterPost(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	c := client(t)
+	form := url.Values{"op": {"delete-all-dead"}, "q": {"orders"}, "csrf": {token(t, c, f.queueURL("orders"))}}
+	if r := postOnly(t, c, f.base+"action", form); r.status != http.StatusOK || !strings.Contains(r.body, `name="confirmed" value="yes"`) {
+		t.Fatalf("unconfirmed: %d, want the confirmation page", r.status)
+	}
+	form.Set("confirmed", "yes")
+	r := postOnly(t, c, f.base+"action", form)
+	loc := r.header.Get("Location")
+	if r.status != http.StatusSeeOther || !regexp.MustCompile(`^/dq/result\?r=[0-9a-f]{32}$`).MatchString(loc) {
+		t.Fatalf("confirmed: %d, Location %q; want 303 to /dq/result?r=ID", r.status, loc)
+	}
+	if st, _ := f.q.Stats(context.Background()); st.Dead != 0 {
+		t.Fatalf("%d dead after the action", st.Dead)
+	}
+	deadAgain(t, f, "fresh")
+	for range 2 {
+		r := get(t, c, f.srv.URL+loc)
+		if r.status != http.StatusOK || !strings.Contains(r.body, `Deleted 3 dead items of queue &#34;orders&#34;.`) || !strings.Contains(r.body, `href="/dq/queue?q=orders" id="back"`) {
+			t.Fatalf("result page: %d\n%s", r.status, r.body)
+		}
+		if r.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("result page Cache-Control %q", r.header.Get("Cache-Control"))
+		}
+	}
+	if f.state(t, "fresh") != redisq.StateDead {
+		t.Fatal("a GET of the result page did the action again")
+	}
+	other := client(t)
+	token(t, other, f.queueURL("orders"))
+	for _, u := range []string{f.srv.URL + loc, f.base + "result?r=0123", f.base + "result"} {
+		if r := get(t, other, u); r.status != http.StatusNotFound || !strings.Contains(r.body, "no longer here") {
+			t.Errorf("%s from another browser: %d, want 404\n%s", u, r.status, r.body)
+		}
+	}
+	// A failed action's result keeps its status.
+	form.Set("q", "nope")
+	if r := postOnly(t, c, f.base+"action", form); r.status != http.StatusNotFound {
+		t.Errorf("an action on no queue: %d, want 404 at once", r.status)
+	}
+	form.Set("q", "orders")
+	form.Set("op", "requeue")
+	form.Set("id", "nope")
+	if r := post(t, c, f.base+"action", form); r.status != http.StatusNotFound || !strings.Contains(r.body, "No item &#34;nope&#34;") {
+		t.Errorf("requeue of no item: %d, want its result page with 404\n%s", r.status, r.body)
+	}
+}

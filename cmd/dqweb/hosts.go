@@ -85,19 +85,33 @@ func (l hostList) allows(host string) bool {
 // answers 421 to the rest, without calling h. Handler applies the same
 // check with Options.AllowedHosts; AllowHosts is for wrapping more of a
 // server, such as BasicAuth in front of the dashboard, so that a refused
-// Host never reaches it.
+// Host never reaches it. The refusal's text tells how to allow the name
+// as the dashboard's is: with dqctl serve -allow-host, or
+// Options.AllowedHosts.
 func AllowHosts(h http.Handler, hosts ...string) http.Handler {
+	return AllowHostsWith(h, dashboardAllow, hosts...)
+}
+
+// AllowHostsWith is AllowHosts whose refusal tells how to allow a name by
+// how(name), as in "dqctl serve-metrics -allow-host metrics.example"
+// (name is a placeholder when the Host cannot be pasted safely).
+func AllowHostsWith(h http.Handler, how func(name string) string, hosts ...string) http.Handler {
 	l := newHostList(hosts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !l.allows(r.Host) {
-			refuseHost(w, r)
+			refuseHost(w, r, how)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-func refuseHost(w http.ResponseWriter, r *http.Request) {
+// dashboardAllow is how the dashboard's refusal says to allow a name.
+func dashboardAllow(name string) string {
+	return "dqctl serve -allow-host " + name + " (dqweb.Options.AllowedHosts in a program)"
+}
+
+func refuseHost(w http.ResponseWriter, r *http.Request, how func(name string) string) {
 	host := normHost(r.Host)
 	if len(host) > 100 {
 		host = host[:100] + "..."
@@ -107,8 +121,7 @@ func refuseHost(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusMisdirectedRequest)
 	fmt.Fprintf(w, "dqweb: host %q is not allowed (a protection against DNS rebinding).\n"+
-		"Open the dashboard by IP address or localhost, or allow this name: "+
-		"dqctl serve -allow-host %s (dqweb.Options.AllowedHosts in a program).\n", host, flagValue(host))
+		"Open it by IP address or localhost, or allow this name: %s.\n", host, how(flagValue(host)))
 }
 
 // flagValue is host as it may follow -allow-host on a command line, or a

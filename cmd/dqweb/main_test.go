@@ -190,8 +190,27 @@ func get(t testing.TB, c *http.Client, u string) response {
 	return do(t, c, req)
 }
 
-// post sends form as a same-origin browser form submission would.
+// post sends form as a same-origin browser form submission would, and
+// follows the redirect to an action's result page as a browser does.
 func post(t testing.TB, c *http.Client, u string, form url.Values) response {
+	t.Helper()
+	r := postOnly(t, c, u, form)
+	if loc := r.header.Get("Location"); r.status == http.StatusSeeOther && strings.Contains(loc, "/result?") {
+		next, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err = next.Parse(loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return get(t, c, next.String())
+	}
+	return r
+}
+
+// postOnly is post without following the redirect.
+func postOnly(t testing.TB, c *http.Client, u string, form url.Values) response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
 	if err != nil {

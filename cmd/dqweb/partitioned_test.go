@@ -539,9 +539,9 @@ func TestItemActionOnItsPartition(t *testing.T) {
 	if m == nil || html.UnescapeString(m[1]) != wantBack {
 		t.Errorf("Cancel goes to %v, want %s (not partition %d's item)", m, wantBack, routing)
 	}
-	// The list's row form asks the same.
+	// The list's row form asks the same, in the words of its state.
 	body := get(t, c, f.tabURL(pname, "scheduled")+"&cursor=20,20,20").body
-	if !strings.Contains(body, `data-confirm="`+want) {
+	if want := strings.Replace(want, "Delete item", "Delete scheduled item", 1); !strings.Contains(body, `data-confirm="`+want) {
 		t.Errorf("the list's row forms of keyed do not ask %s", want)
 	}
 	// Confirmed, and gone meanwhile: the answer names the partition.
@@ -738,7 +738,7 @@ func TestBadTableIsStructural(t *testing.T) {
 	f := newFixture(t, dqweb.Options{})
 	ctx := context.Background()
 	name := "x bad partition table"
-	timeout := fmt.Errorf("redisq: upgrading queue %q: %w", name+"~0.0", context.DeadlineExceeded)
+	timeout := fmt.Errorf("redisq: opening queue %q: %w", name+"~0.0", context.DeadlineExceeded)
 	if dqweb.BadTable(timeout) {
 		t.Errorf("a timeout on a partition of %q is a bad table", name)
 	}

@@ -207,7 +207,7 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	st := d.Stats
 	d.Tabs = []tabLink{
-		{Label: "Summary", URL: h.tabURL(name, 0), Current: state == 0},
+		{Label: "Summary", URL: h.tabURL(name, 0), Current: state == 0 && !recurring},
 		{Label: "Scheduled", State: "scheduled", URL: h.tabURL(name, redisq.StateScheduled), Count: st.Scheduled, Current: state == redisq.StateScheduled},
 		{Label: "In flight", State: "inflight", URL: h.tabURL(name, redisq.StateInFlight), Count: st.InFlight, Current: state == redisq.StateInFlight},
 		{Label: "Dead", State: "dead", URL: h.tabURL(name, redisq.StateDead), Count: st.Dead, Current: state == redisq.StateDead, Alert: st.Dead > 0},

@@ -139,7 +139,7 @@ func (h *handler) doUnregister(ctx context.Context, q *redisq.Queue, a action) (
 	case errors.Is(err, redisq.ErrNotFound):
 		return http.StatusNotFound, fmt.Sprintf("No registration %s in queue %s; nothing changed.", reg, qn)
 	case err != nil:
-		status, msg := h.redisStatus(err)
+		status, msg := h.actionStatus(err)
 		return status, "Failed: " + msg
 	case cancelled:
 		return http.StatusOK, fmt.Sprintf("Unregistered %s of queue %s; its scheduled occurrence was cancelled.", reg, qn)
