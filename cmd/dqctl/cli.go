@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -49,6 +51,10 @@ type conn struct {
 	tls, insecure        bool
 	cluster              string
 	timeout              time.Duration
+	redisSet             bool // -redis was given (DQCTL_REDIS is a default, which -cluster overrides)
+
+	mu        sync.Mutex
+	handshake error // guarded by mu: the last TLS handshake's error, errHandshaking while under way
 }
 
 func (c *conn) register(fs *flag.FlagSet) {
@@ -58,7 +64,7 @@ func (c *conn) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.db, "db", 0, "Redis database `number` (not with -cluster)")
 	fs.BoolVar(&c.tls, "tls", false, "connect with TLS")
 	fs.BoolVar(&c.insecure, "tls-insecure", false, "with -tls: do not verify the server's certificate")
-	fs.StringVar(&c.cluster, "cluster", "", "Redis Cluster: comma-separated seed `addrs` (instead of -redis)")
+	fs.StringVar(&c.cluster, "cluster", "", "Redis Cluster: comma-separated seed `addrs` (instead of -redis, not with it)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "time limit of the command's Redis work, after any confirmation; a slow reply is interrupted. "+
 		"watch: per refresh; serve: per page; serve-metrics: per scrape (keep it under Prometheus' scrape_timeout, 10s by default)")
 }
@@ -95,20 +101,83 @@ func (c *conn) client(ctx context.Context) (redis.UniversalClient, error) {
 		if c.db != 0 {
 			return nil, usageErr("-db cannot be used with -cluster (Cluster has only database 0)")
 		}
+		if c.redisSet {
+			return nil, usageErr("-redis cannot be used with -cluster: give every seed node to -cluster")
+		}
 		addrs := strings.Split(c.cluster, ",")
 		cl = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: c.user, Password: c.password, TLSConfig: tc,
-			ContextTimeoutEnabled: true})
+			Dialer: c.dial(tc), ContextTimeoutEnabled: true})
 	} else {
 		cl = redis.NewClient(&redis.Options{Addr: c.addr, Username: c.user, Password: c.password, DB: c.db, TLSConfig: tc,
-			ContextTimeoutEnabled: true})
+			Dialer: c.dial(tc), ContextTimeoutEnabled: true})
 	}
-	pctx, cancel := context.WithTimeout(ctx, min(c.timeout, 5*time.Second))
+	limit := min(c.timeout, 5*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if err := cl.Ping(pctx).Err(); err != nil {
 		_ = cl.Close()
-		return nil, fmt.Errorf("cannot reach Redis at %s: %w", c.where(), err)
+		return nil, c.pingErr(ctx, pctx, limit, err)
 	}
 	return cl, nil
+}
+
+// dial is go-redis' dialer, with the TLS handshake done here so that its
+// failure can be told apart (go-redis reports only the deadline).
+func (c *conn) dial(tc *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+		raw, err := d.DialContext(ctx, network, addr)
+		if err != nil || tc == nil {
+			return raw, err
+		}
+		cfg := tc.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tconn := tls.Client(raw, cfg)
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		c.setHandshake(errHandshaking)
+		err = tconn.HandshakeContext(hctx)
+		c.setHandshake(err)
+		if err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+		return tconn, nil
+	}
+}
+
+// errHandshaking: a TLS handshake is under way (go-redis may give up on
+// the dial, at the deadline, before the handshake returns).
+var errHandshaking = errors.New("the TLS handshake did not end")
+
+func (c *conn) setHandshake(err error) {
+	c.mu.Lock()
+	c.handshake = err
+	c.mu.Unlock()
+}
+
+// pingErr says why the first PING, under pctx (limit, within ctx),
+// failed with err: a server that does not speak TLS (with -tls), no
+// answer in time, or no connection.
+func (c *conn) pingErr(ctx, pctx context.Context, limit time.Duration, err error) error {
+	c.mu.Lock()
+	hs := c.handshake
+	c.mu.Unlock()
+	var rec tls.RecordHeaderError
+	timedOut := errors.Is(err, context.DeadlineExceeded) && pctx.Err() != nil && ctx.Err() != context.Canceled
+	switch {
+	case hs != nil && (errors.As(hs, &rec) || strings.Contains(hs.Error(), "does not look like a TLS handshake")):
+		return fmt.Errorf("Redis at %s did not speak TLS (its first reply is not a TLS record): connect without -tls, or to its TLS port (%v)", c.where(), hs)
+	case hs != nil && timedOut:
+		return fmt.Errorf("Redis at %s did not complete a TLS handshake within %v (-timeout %v): it may not speak TLS (connect without -tls, or to its TLS port)", c.where(), limit, c.timeout)
+	case hs != nil:
+		return fmt.Errorf("cannot reach Redis at %s: the TLS handshake failed: %w", c.where(), hs)
+	case timedOut:
+		return fmt.Errorf("Redis at %s did not answer within %v: timed out (-timeout %v)", c.where(), limit, c.timeout)
+	}
+	return fmt.Errorf("cannot reach Redis at %s: %w", c.where(), err)
 }
 
 // command is one subcommand.
@@ -395,6 +464,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		cmd.flags(fs, e)
 	}
 	pos, err := parseArgs(fs, top.Args()[1:])
+	fs.Visit(func(f *flag.Flag) { cn.redisSet = cn.redisSet || f.Name == "redis" })
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			commandUsage(stdout, cmd)

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -146,6 +148,76 @@ func TestUsageAndConnectionErrors(t *testing.T) {
 	dqctl(t, "", "-redis", f.addr, "show", "orders", "nope").want(t, exitNotFound, `no item "nope"`)
 	// Connection flags after the command work too.
 	dqctl(t, "", "stats", "-redis", f.addr, "orders").want(t, exitOK, `queue "orders"`)
+}
+
+// fakeServer listens on loopback and answers each connection with reply
+// (nothing if empty) to whatever it first reads, then keeps it open until
+// the test ends.
+func fakeServer(t *testing.T, reply string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				buf := make([]byte, 4096)
+				if _, err := c.Read(buf); err == nil && reply != "" {
+					_, _ = c.Write([]byte(reply))
+				}
+				_, _ = io.Copy(io.Discard, c)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String()
+}
+
+// TestConnectionErrorsSayWhy (issue 24, item 14): -tls against a plain
+// server and a -timeout too short both said only "cannot reach Redis", and
+// -cluster silently ignored -redis. Now each says what happened.
+func TestConnectionErrorsSayWhy(t *testing.T) {
+	f := newFixture(t, "orders")
+	silent, plain := fakeServer(t, ""), fakeServer(t, "-ERR unknown command\r\n")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		// A plain Redis says nothing to a TLS hello.
+		{[]string{"-redis", f.addr, "-tls", "-timeout", "300ms", "queues"}, exitError,
+			"Redis at " + f.addr + " did not complete a TLS handshake within 300ms (-timeout 300ms): it may not speak TLS (connect without -tls"},
+		// A server that answers it in plain text.
+		{[]string{"-redis", plain, "-tls", "queues"}, exitError, "Redis at " + plain + " did not speak TLS (its first reply is not a TLS record): connect without -tls"},
+		{[]string{"-redis", silent, "-timeout", "50ms", "queues"}, exitError, "Redis at " + silent + " did not answer within 50ms: timed out (-timeout 50ms)"},
+		{[]string{"-redis", silent, "-timeout", "50ms", "watch", "orders"}, exitError, "Redis at " + silent + " did not answer within 50ms: timed out (-timeout 50ms)"},
+		{[]string{"-redis", f.addr, "-cluster", f.addr, "queues"}, exitUsage, "-redis cannot be used with -cluster"},
+		{[]string{"-cluster", f.addr, "queues", "-redis", f.addr}, exitUsage, "-redis cannot be used with -cluster"},
+	} {
+		r := dqctl(t, "", c.args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "cannot reach") {
+			t.Errorf("%v: exit %d, want %d saying %q\n%s", c.args, r.code, c.code, c.want, r.stderr)
+		}
+	}
 }
 
 func TestQueuesStatsList(t *testing.T) {
