@@ -404,6 +404,51 @@ func TestWatch(t *testing.T) {
 	dqctl(t, "", "-redis", f.addr, "watch", "-interval", "1ns", "orders").want(t, exitUsage, "-interval")
 }
 
+// TestWatchLatenessSinceTheLastRefresh (issue 24, item 14): watch showed
+// the lateness of every delivery since the queue was created (the
+// fixture's three, due in 1970), on every refresh. A refresh after the
+// first shows the deliveries since the one before: none, or the one made
+// meanwhile.
+func TestWatchLatenessSinceTheLastRefresh(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	var out lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"-redis", f.addr, "watch", "-n", "3", "-interval", "300ms", "orders"}, strings.NewReader(""), &out, &out)
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "due in the next"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no first refresh: %q", out.String())
+		}
+	}
+	// One delivery, late by little, between the first refresh and the third.
+	if _, err := f.q.EnqueueAfter(ctx, "fresh", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := f.q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ID == "fresh" {
+			break
+		}
+	}
+	if code := <-done; code != exitOK {
+		t.Fatalf("watch: exit %d\n%s", code, out.String())
+	}
+	screens := strings.Split(out.String(), `queue "orders" on `)[1:]
+	if len(screens) != 3 || !strings.Contains(screens[0], "lateness of 3 deliveries (claim - due") {
+		t.Fatalf("want 3 refreshes, the first with the 3 deliveries since the queue was created:\n%s", out.String())
+	}
+	later := screens[1] + screens[2]
+	if strings.Contains(later, "3 deliveries") || strings.Contains(later, "4 deliveries") || strings.Count(later, "lateness of 1 delivery since the last refresh") != 1 ||
+		strings.Count(later, "lateness: no deliveries since the last refresh") != 1 {
+		t.Errorf("the refreshes after the first do not show the deliveries since the one before:\n%s", later)
+	}
+}
+
 func TestServeMetrics(t *testing.T) {
 	f := newFixture(t, "orders")
 	url, stop := serving(t, "-redis", f.addr, "serve-metrics", "-listen", "127.0.0.1:0")

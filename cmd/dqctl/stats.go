@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dq-go/delayqueue/cmd/internal/lateness"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -134,7 +135,8 @@ const statsWidth = 80
 
 // printStats prints the stats of the queue label (`queue "emails"`, see
 // target.label) in lines of at most statsWidth columns (unless one figure
-// is longer); with prev (the previous refresh of watch) it adds rates.
+// is longer); with prev (the previous refresh of watch) it adds rates,
+// and the lateness is of the deliveries since prev.
 func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.Stats) {
 	head := fmt.Sprintf("%s on %s at %s (Redis TIME)", label, where, stamp(st.Now))
 	if utf8.RuneCountInString(head) > statsWidth {
@@ -175,11 +177,22 @@ func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.
 		parts = append(parts, s)
 	}
 	fmt.Fprint(w, wrap("  counters: ", "            ", parts, ","))
-	l := st.Lateness
-	if n := l.Count(); n == 0 {
+	// With prev, the deliveries since: the histogram is cumulative.
+	l, since := st.Lateness, ""
+	if prev != nil {
+		l, since = lateness.Diff(st.Lateness, prev.Lateness.Counts, prev.Lateness.Sum), " since the last refresh"
+	}
+	switch n := l.Count(); {
+	case n == 0 && prev != nil:
+		fmt.Fprintf(w, "  lateness: no deliveries since the last refresh\n")
+	case n == 0:
 		fmt.Fprintf(w, "  lateness: no deliveries yet\n")
-	} else {
-		fmt.Fprint(w, wrap(fmt.Sprintf("  lateness of %d deliveries (claim - due, Redis TIME): ", n), "            ", []string{
+	default:
+		what := fmt.Sprintf("%d deliveries", n)
+		if n == 1 {
+			what = "1 delivery"
+		}
+		fmt.Fprint(w, wrap(fmt.Sprintf("  lateness of %s%s (claim - due, Redis TIME): ", what, since), "            ", []string{
 			"mean " + roundDur(l.Sum/time.Duration(n)).String(), "p50 " + upTo(l, 0.5), "p90 " + upTo(l, 0.9),
 			"p99 " + upTo(l, 0.99), "max " + upTo(l, 1)}, ","))
 	}

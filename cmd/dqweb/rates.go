@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dq-go/delayqueue/cmd/internal/lateness"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
@@ -126,7 +127,7 @@ func (r *rates) observe(name string, st redisq.Stats) rateView {
 			if settled := c.Acked - b.Acked + failed; settled > 0 {
 				v.ErrorRate, v.ErrKnown = float64(failed)/float64(settled), true
 			}
-			if d := diff(st.Lateness, base.late, base.lateSum); d.Count() > 0 {
+			if d := lateness.Diff(st.Lateness, base.late, base.lateSum); d.Count() > 0 {
 				v.Lateness, v.Recent = d, true
 			}
 		}
@@ -143,22 +144,6 @@ func (r *rates) observe(name string, st redisq.Stats) rateView {
 		v.History = append(v.History, point{st.Now, st.Enqueued, st.Delivered, st.Acked, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead})
 	}
 	return v
-}
-
-// diff is the histogram of the deliveries counted in a and not in the
-// earlier counts b (with sum bSum).
-func diff(a redisq.Lateness, b []int64, bSum time.Duration) redisq.Lateness {
-	d := redisq.Lateness{Bounds: a.Bounds, Counts: make([]int64, len(a.Counts)), Sum: a.Sum - bSum}
-	for i := range a.Counts {
-		d.Counts[i] = a.Counts[i]
-		if i < len(b) {
-			d.Counts[i] -= b[i]
-		}
-		if d.Counts[i] < 0 {
-			return redisq.Lateness{Bounds: a.Bounds, Counts: make([]int64, len(a.Counts))}
-		}
-	}
-	return d
 }
 
 // queueList caches the names redisq.ListQueues finds, merged with the
