@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,8 +32,10 @@ var ErrPartitions = errors.New("redisq: partition count mismatch")
 
 // ErrBadPartitionTable is wrapped by the error of NewPartitioned,
 // OpenPartitioned and PartitionNames when the partition table Redis holds
-// for the name is not one redisq wrote (a bad count, version or partition
-// name). Nothing is changed.
+// for the name is not one redisq wrote (a bad count or version, a field
+// past the count, a partition name not the layout's) or says fewer
+// partitions than hold data. Nothing is changed. Partitioned.Audit reports
+// the same findings as problems.
 var ErrBadPartitionTable = errors.New("bad partition table")
 
 // Partitioned is one logical delay queue stored as P ordinary queues (its
@@ -57,9 +59,13 @@ var ErrBadPartitionTable = errors.New("bad partition table")
 // The names are stored when the queue is created, in the hash
 // {dq:NAME}:parts (fields n: P, v: the layout version 1, p0 … p(P-1): the
 // partition names), which every later NewPartitioned and OpenPartitioned
-// reads, so the names never depend on this computation again. The hash
-// shares the tag of an ordinary queue named NAME: NewPartitioned refuses a
-// name that an ordinary queue uses.
+// reads and checks: it must hold those fields and no others, name the
+// partitions of its version's layout for its count, and no partition of a
+// larger count may hold data, or the open fails with ErrBadPartitionTable
+// (a count or name changed by hand would route ids to the wrong
+// partitions and hide the others' items). A new layout would be a new
+// version. The hash shares the tag of an ordinary queue named NAME:
+// NewPartitioned refuses a name that an ordinary queue uses.
 //
 // # Routing
 //
@@ -114,18 +120,22 @@ func PartitionLayout(name string, partitions int) []string {
 	}
 	names := make([]string, partitions)
 	for i := range names {
-		// Away from the range's ends, where Cluster tools round the
-		// boundaries between masters either way.
-		lo, hi := i*clusterSlots/partitions+1, (i+1)*clusterSlots/partitions-1
-		for j := 0; ; j++ {
-			n := name + "~" + strconv.Itoa(i) + "." + strconv.Itoa(j)
-			if s := keySlot("dq:" + n); s >= lo && s < hi {
-				names[i] = n
-				break
-			}
-		}
+		names[i] = layoutName(name, i, partitions)
 	}
 	return names
+}
+
+// layoutName is partition i of PartitionLayout(name, partitions).
+func layoutName(name string, i, partitions int) string {
+	// Away from the range's ends, where Cluster tools round the
+	// boundaries between masters either way.
+	lo, hi := i*clusterSlots/partitions+1, (i+1)*clusterSlots/partitions-1
+	for j := 0; ; j++ {
+		n := name + "~" + strconv.Itoa(i) + "." + strconv.Itoa(j)
+		if s := keySlot("dq:" + n); s >= lo && s < hi {
+			return n
+		}
+	}
 }
 
 // scriptPartitions creates the partition table of a queue unless it exists
@@ -147,7 +157,10 @@ return redis.call('HGETALL', KEYS[1])
 
 // parsePartitions reads a partition table (an HGETALL reply as a flat list
 // or a map) of the queue name. Everything in it is checked: it is data
-// from Redis.
+// from Redis. A table redisq wrote holds exactly n, v and p0 … p(n-1), and
+// version 1 names its partitions PartitionLayout(name, n): a count changed
+// by hand leaves fields past it, or names of another count, and a renamed
+// or swapped partition is not the layout's.
 func parsePartitions(name string, fields map[string]string) ([]string, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("redisq: partitioned queue %q: %w %s: %s", name, ErrBadPartitionTable, partitionsKey(name), why)
@@ -159,17 +172,68 @@ func parsePartitions(name string, fields map[string]string) ([]string, error) {
 	if v := fields["v"]; v != "1" {
 		return nil, bad(fmt.Sprintf("layout version %q (this redisq knows 1)", v))
 	}
-	names := make([]string, n)
-	seen := map[string]bool{}
-	for i := range names {
-		s, ok := fields["p"+strconv.Itoa(i)]
-		if !ok || !validName(s) || !strings.HasPrefix(s, name+"~") || seen[s] {
-			return nil, bad(fmt.Sprintf("partition %d named %q", i, s))
+	own := map[string]bool{"n": true, "v": true}
+	for i := range n {
+		own["p"+strconv.Itoa(i)] = true
+	}
+	var extra []string
+	for f := range fields {
+		if !own[f] {
+			extra = append(extra, f)
 		}
-		seen[s] = true
-		names[i] = s
+	}
+	if len(extra) > 0 {
+		slices.Sort(extra)
+		return nil, bad(fmt.Sprintf("fields %q beyond its %d partitions", extra, n))
+	}
+	names := PartitionLayout(name, n)
+	for i, want := range names {
+		if s, ok := fields["p"+strconv.Itoa(i)]; !ok || s != want {
+			return nil, bad(fmt.Sprintf("partition %d named %q, not %q (layout 1 of %d partitions)", i, s, want, n))
+		}
 	}
 	return names, nil
+}
+
+// largerLayout returns an error wrapping ErrBadPartitionTable when a
+// partition of name with more than n partitions holds data: the table's
+// count was lowered, or the table was lost and created again with fewer
+// partitions while the old ones keep their items. Partition n exists in
+// every larger layout, so its names there are all that is read: one EXISTS
+// of the sequence key of each (a few dozen, at most MaxPartitions-n),
+// pipelined. A key the server refuses to show (an ACL user allowed only
+// some keys) is no evidence.
+func largerLayout(ctx context.Context, c redis.UniversalClient, name string, n int) error {
+	var cands []string
+	seen := map[string]bool{}
+	for p := n + 1; p <= MaxPartitions; p++ {
+		if s := layoutName(name, n, p); !seen[s] {
+			seen[s] = true
+			cands = append(cands, s)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	cmds := make([]*redis.IntCmd, len(cands))
+	// Pipelined's error is the first command's error: look at each.
+	_, _ = c.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		for i, s := range cands {
+			cmds[i] = pl.Exists(ctx, seqKey(s))
+		}
+		return nil
+	})
+	for i, cmd := range cmds {
+		var reply redis.Error
+		switch err := cmd.Err(); {
+		case err == nil && cmd.Val() > 0:
+			return fmt.Errorf("redisq: partitioned queue %q: %w %s: it says %d partitions, but %q, partition %d of a larger count, holds data",
+				name, ErrBadPartitionTable, partitionsKey(name), n, cands[i], n)
+		case err != nil && !errors.As(err, &reply):
+			return err
+		}
+	}
+	return nil
 }
 
 func flatFields(r []interface{}) map[string]string {
@@ -283,6 +347,17 @@ func createPartitions(ctx context.Context, client redis.UniversalClient, name st
 	for _, n := range layout {
 		args = append(args, n)
 	}
+	// Checked before the table is created, so that a refusal changes
+	// nothing; a table of another count is the better report.
+	if err := largerLayout(ctx, client, name, partitions); err != nil {
+		f, herr := client.HGetAll(ctx, partitionsKey(name)).Result()
+		if herr == nil && len(f) > 0 {
+			if names, perr := parsePartitions(name, f); perr != nil || len(names) != partitions {
+				return nil, partitionCountError(name, names, perr, partitions)
+			}
+		}
+		return nil, err
+	}
 	r, err := scriptPartitions.Run(ctx, client, []string{partitionsKey(name), "{dq:" + name + "}:seq"}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redisq: partitioned queue %q: %w", name, err)
@@ -290,17 +365,30 @@ func createPartitions(ctx context.Context, client redis.UniversalClient, name st
 	if len(r) == 1 && toInt(r[0]) == -1 {
 		return nil, fmt.Errorf("redisq: %q is an ordinary queue (its key {dq:%s}:seq exists), not a partitioned one", name, name)
 	}
-	f := flatFields(r)
-	if n, err := strconv.Atoi(f["n"]); err == nil && n != partitions {
-		return nil, fmt.Errorf("%w: queue %q has %d partitions, not %d", ErrPartitions, name, n, partitions)
+	names, err := parsePartitions(name, flatFields(r))
+	if err != nil || len(names) != partitions {
+		return nil, partitionCountError(name, names, err, partitions)
 	}
-	return parsePartitions(name, f)
+	return names, nil
+}
+
+// partitionCountError is createPartitions' error for a stored table that
+// is bad (err) or has another count than partitions.
+func partitionCountError(name string, names []string, err error, partitions int) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: queue %q has %d partitions, not %d", ErrPartitions, name, len(names), partitions)
 }
 
 // PartitionNames returns the names of the partitions of the partitioned
-// queue name, in partition order, as its partition table stores them (one
-// HGETALL). It returns ErrNoQueue when there is no such table, an error for
-// a bad table or name, or a Redis/context error.
+// queue name, in partition order, as its partition table stores them. It
+// reads the table (one HGETALL) and checks that no partition of a larger
+// count holds data (a few dozen EXISTS, pipelined; see largerLayout). It
+// returns ErrNoQueue when there is no such table, an error wrapping
+// ErrBadPartitionTable for a table redisq did not write (fields past its
+// count, a partition not named by the layout) or whose count is lower than
+// the data's, an error for a bad name, or a Redis/context error.
 func PartitionNames(ctx context.Context, c redis.UniversalClient, name string) ([]string, error) {
 	if !validName(name) {
 		return nil, fmt.Errorf("redisq: bad queue name %q", name)
@@ -312,7 +400,14 @@ func PartitionNames(ctx context.Context, c redis.UniversalClient, name string) (
 	if len(f) == 0 {
 		return nil, ErrNoQueue
 	}
-	return parsePartitions(name, f)
+	names, err := parsePartitions(name, f)
+	if err != nil {
+		return nil, err
+	}
+	if err := largerLayout(ctx, c, name, len(names)); err != nil {
+		return nil, err
+	}
+	return names, nil
 }
 
 // Name returns the queue name.

@@ -323,8 +323,11 @@ func (p *Partitioned) sum(fn func(q *Queue) (int64, error)) (int64, error) {
 
 // Audit runs Queue.Audit on every partition (concurrently) and adds the
 // reports up, each problem prefixed with its partition's name; it also
-// checks that the stored partition table names these partitions. Same
-// caveats as Queue.Audit (not atomic; run it on a quiescent queue).
+// reads the stored partition table as PartitionNames does and reports it
+// when it is missing, is not one redisq wrote, says fewer partitions than
+// hold data (ErrBadPartitionTable's findings), or names other partitions
+// than these. Same caveats as Queue.Audit (not atomic; run it on a
+// quiescent queue). It returns a report, or a Redis/context error.
 func (p *Partitioned) Audit(ctx context.Context) (*AuditReport, error) {
 	reps := make([]*AuditReport, len(p.parts))
 	err := p.each(func(i int, q *Queue) (err error) {
@@ -346,10 +349,10 @@ func (p *Partitioned) Audit(ctx context.Context) (*AuditReport, error) {
 	switch {
 	case errors.Is(err, ErrNoQueue):
 		problem(fmt.Sprintf("partition table %s is missing", p.meta))
-	case err != nil && ctx.Err() != nil:
-		return nil, err
-	case err != nil:
+	case errors.Is(err, ErrBadPartitionTable):
 		problem(err.Error())
+	case err != nil:
+		return nil, err
 	default:
 		mine := make([]string, len(p.parts))
 		for i, q := range p.parts {

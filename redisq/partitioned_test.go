@@ -165,6 +165,74 @@ func TestPartitionedCountChecked(t *testing.T) {
 	}
 }
 
+// Regression (issue 24): a damaged partition table opened silently. HSET
+// n 2 on a queue of 3 opened it as 2 partitions (Stats saw 21 of 30 items,
+// Audit reported ok); a renamed or swapped partition opened too. Every
+// such table, and a consistent table of fewer partitions than hold data,
+// is now refused with ErrBadPartitionTable and reported by Audit, and a
+// refused NewPartitioned creates nothing.
+func TestPartitionedDamagedTableRefused(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	p := newPartitioned(t, c, "ptab", 3)
+	for i := range 30 {
+		_, err := p.EnqueueAfter(ctx, "id"+strconv.Itoa(i), nil, time.Hour)
+		require.NoError(t, err)
+	}
+	key := partitionsKey("ptab")
+	good, err := c.HGetAll(ctx, key).Result()
+	require.NoError(t, err)
+	three, two := PartitionLayout("ptab", 3), PartitionLayout("ptab", 2)
+	refused := func(what string, damage func()) {
+		t.Helper()
+		damage()
+		_, err := OpenPartitioned(ctx, c, "ptab")
+		require.ErrorIs(t, err, ErrBadPartitionTable, what)
+		for _, n := range []int{2, 3} {
+			_, err = NewPartitioned(ctx, c, "ptab", n)
+			require.Error(t, err, what)
+			if !errors.Is(err, ErrPartitions) {
+				require.ErrorIs(t, err, ErrBadPartitionTable, what)
+			}
+		}
+		_, err = PartitionNames(ctx, c, "ptab")
+		require.ErrorIs(t, err, ErrBadPartitionTable, what)
+		r, err := p.Audit(ctx)
+		require.NoError(t, err)
+		require.False(t, r.OK(), "%s: Audit reported ok", what)
+		require.Contains(t, strings.Join(r.Problems, "\n"), "bad partition table", what)
+		// Put the table back as it was.
+		require.NoError(t, c.Del(ctx, key).Err())
+		for f, v := range good {
+			require.NoError(t, c.HSet(ctx, key, f, v).Err())
+		}
+	}
+	refused("count lowered", func() { require.NoError(t, c.HSet(ctx, key, "n", 2).Err()) })
+	refused("count raised", func() { require.NoError(t, c.HSet(ctx, key, "n", 4, "p3", "ptab~3.0").Err()) })
+	refused("partition renamed", func() { require.NoError(t, c.HSet(ctx, key, "p1", "ptab~1.999").Err()) })
+	refused("partitions swapped", func() { require.NoError(t, c.HSet(ctx, key, "p0", three[1], "p1", three[0]).Err()) })
+	refused("unknown field", func() { require.NoError(t, c.HSet(ctx, key, "x", 1).Err()) })
+	refused("a table of 2 over 3 partitions' data", func() {
+		require.NoError(t, c.Del(ctx, key).Err())
+		require.NoError(t, c.HSet(ctx, key, "n", 2, "v", 1, "p0", two[0], "p1", two[1]).Err())
+	})
+	// The table lost: a NewPartitioned of fewer partitions is refused and
+	// writes no table, one of the same count takes the queue back.
+	require.NoError(t, c.Del(ctx, key).Err())
+	_, err = NewPartitioned(ctx, c, "ptab", 2)
+	require.ErrorIs(t, err, ErrBadPartitionTable)
+	require.ErrorContains(t, err, three[2])
+	n, err := c.Exists(ctx, key).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "a refused NewPartitioned created the table")
+	p2 := newPartitioned(t, c, "ptab", 3)
+	st, err := p2.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 30, st.Scheduled)
+	auditP(t, p)
+}
+
 // partLedger records every delivery and ack of a run.
 type partLedger struct {
 	mu        sync.Mutex
