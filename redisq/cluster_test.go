@@ -155,6 +155,47 @@ func TestClusterEvictionCheckReadsTheQueuesNodes(t *testing.T) {
 	}
 }
 
+// Regression (issue 24): on a new Cluster (nothing written yet)
+// allkeys-lru on the replica of the queue's master passed New's check:
+// Redis 7.0 leaves a replica with replication offset 0 out of CLUSTER
+// SLOTS, where New looked for replicas, and go-redis does not know it
+// either. New now finds replicas with CLUSTER SHARDS and asks one the
+// client does not know through a connection of its own.
+func TestClusterEvictionCheckFindsANewReplica(t *testing.T) {
+	// Without the master's replication PING (every 10 s by default) a
+	// replica's offset stays 0 until the first write.
+	c := redistest.NewClusterWith(t, redistest.ClusterOptions{Masters: 3, Replicas: 1, Fresh: true,
+		Args: []string{"--repl-ping-replica-period", "3600", "--repl-timeout", "7200"}})
+	cc := clusterClient(t, c)
+	ctx := context.Background()
+	key := "{dq:fresh}:sched"
+	replicas, err := c.ReplicasOf(ctx, key)
+	require.NoError(t, err)
+	require.Len(t, replicas, 1)
+	slots, err := cc.ClusterSlots(ctx).Result()
+	require.NoError(t, err)
+	for _, r := range slots {
+		require.Len(t, r.Nodes, 1, "CLUSTER SLOTS lists a replica: the cluster has replicated something")
+	}
+	rc := nodeClient(t, replicas[0])
+	require.NoError(t, rc.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
+	for range 3 {
+		_, err = New(ctx, cc, "fresh")
+		require.ErrorIs(t, err, ErrEvictionPolicy, "the queue's replica evicts")
+		require.ErrorContains(t, err, replicas[0].Addr)
+	}
+	// The connections made for the check (their last command CONFIG GET)
+	// are closed.
+	eventually(t, 5*time.Second, "the check's connections closed", func() bool {
+		l, err := rc.ClientList(ctx).Result()
+		return err == nil && !strings.Contains(l, "cmd=config|get")
+	})
+	require.NoError(t, rc.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	q, err := New(ctx, cc, "fresh")
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+}
+
 // cmdCalls reads a node's call count of one command (INFO commandstats,
 // e.g. "scan" or "cluster|getkeysinslot").
 func cmdCalls(t testing.TB, c *redis.Client, cmd string) int64 {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,6 +196,13 @@ type ClusterOptions struct {
 	// failover sets about a second).
 	NodeTimeout time.Duration
 	Args        []string // more redis-server arguments for every node
+	// Fresh returns the cluster as soon as its nodes are ok, its replicas
+	// in sync and listed by CLUSTER SHARDS, without waiting until CLUSTER
+	// SLOTS lists the replicas: Redis 7.0 lists a replica there only once
+	// it has replicated something (the master's first replication PING,
+	// 10 s later by default, or a write), and clients that read CLUSTER
+	// SLOTS (go-redis) do not know it until then.
+	Fresh bool
 }
 
 // Cluster is a running Redis Cluster of local redis-servers.
@@ -245,7 +253,7 @@ func StartClusterWith(o ClusterOptions) (*Cluster, error) {
 	if out, err := exec.Command("redis-cli", create...).CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("redistest: redis-cli --cluster create: %v\n%s", err, out))
 	}
-	for deadline := time.Now().Add(30 * time.Second); !clusterOK(addrs) || !replicasInSync(addrs) || !slotsListReplicas(addrs, o.Replicas); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !clusterOK(addrs) || !replicasInSync(addrs) || !shardsListReplicas(addrs, o.Replicas) || (!o.Fresh && !slotsListReplicas(addrs, o.Replicas)); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			return fail(fmt.Errorf("redistest: cluster of %v not ok after 30s", addrs))
 		}
@@ -265,6 +273,25 @@ func slotsListReplicas(addrs []string, n int) bool {
 		}
 		for _, r := range slots {
 			if len(r.Nodes) != 1+n {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// shardsListReplicas reports whether every node's CLUSTER SHARDS lists n
+// replicas for every shard.
+func shardsListReplicas(addrs []string, n int) bool {
+	for _, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		shards, err := c.ClusterShards(context.Background()).Result()
+		_ = c.Close()
+		if err != nil || len(shards) == 0 {
+			return false
+		}
+		for _, sh := range shards {
+			if len(sh.Nodes) != 1+n {
 				return false
 			}
 		}
@@ -306,7 +333,9 @@ func (c *Cluster) ReplicasOf(ctx context.Context, key string) ([]*Server, error)
 }
 
 // slotNodes returns the master and the replicas serving key's slot, as a
-// node that answers CLUSTER SLOTS sees them.
+// node that answers CLUSTER SHARDS sees them (which lists every replica,
+// unlike CLUSTER SLOTS; see ClusterOptions.Fresh), leaving out nodes it
+// sees failed.
 func (c *Cluster) slotNodes(ctx context.Context, key string) ([]*Server, error) {
 	byAddr := map[string]*Server{}
 	for _, s := range c.Servers {
@@ -316,26 +345,33 @@ func (c *Cluster) slotNodes(ctx context.Context, key string) ([]*Server, error) 
 	for _, s := range c.Servers {
 		cl := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
 		slot, err := cl.ClusterKeySlot(ctx, key).Result()
-		var slots []redis.ClusterSlot
+		var shards []redis.ClusterShard
 		if err == nil {
-			slots, err = cl.ClusterSlots(ctx).Result()
+			shards, err = cl.ClusterShards(ctx).Result()
 		}
 		_ = cl.Close()
 		if err != nil {
 			last = err
 			continue
 		}
-		for _, r := range slots {
-			if int64(r.Start) <= slot && slot <= int64(r.End) {
-				var nodes []*Server
-				for _, n := range r.Nodes {
-					if srv := byAddr[n.Addr]; srv != nil {
-						nodes = append(nodes, srv)
-					}
+		for _, sh := range shards {
+			if !slices.ContainsFunc(sh.Slots, func(r redis.SlotRange) bool { return r.Start <= slot && slot <= r.End }) {
+				continue
+			}
+			var master *Server
+			var replicas []*Server
+			for _, n := range sh.Nodes {
+				srv := byAddr[net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))]
+				switch {
+				case srv == nil || n.Health == "failed":
+				case n.Role == "master":
+					master = srv
+				default:
+					replicas = append(replicas, srv)
 				}
-				if len(nodes) > 0 {
-					return nodes, nil
-				}
+			}
+			if master != nil {
+				return append([]*Server{master}, replicas...), nil
 			}
 		}
 		last = fmt.Errorf("redistest: no node serves the slot of %q", key)
