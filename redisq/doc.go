@@ -164,5 +164,7 @@
 // failed and the longest Enqueue took 0.12-0.18 s (TestClusterSlotMigrationUnderLoad).
 // The pause grows with the number of keys in the slot: about one key per
 // item, plus a few. Destroy and Audit read only the queue's slot, on its
-// master (CLUSTER GETKEYSINSLOT), never the other masters.
+// master (CLUSTER GETKEYSINSLOT), never the other masters; Audit lists at
+// most 10,000 keys of it, and in a larger slot checks the items its zsets
+// name (see Audit).
 package redisq

@@ -367,6 +367,7 @@ func (p *Partitioned) Audit(ctx context.Context) (*AuditReport, error) {
 		out.Scheduled += r.Scheduled
 		out.Leased += r.Leased
 		out.Dead += r.Dead
+		out.Unlisted += r.Unlisted
 		for _, s := range r.Problems {
 			problem(fmt.Sprintf("partition %q: %s", p.parts[i].Name(), s))
 		}
