@@ -265,7 +265,9 @@ func (q *Queue) runBatches(ctx context.Context, op string) (int64, error) {
 // masters are not touched), so Destroy is safe on a busy server; stop the
 // queue's producers and consumers first, or what they do meanwhile (a Take
 // re-arming the marker, an Enqueue) is left behind. The Queue stays usable:
-// using it creates the queue again. Works after Close. Destroy needs a
+// using it creates the queue again, and its first write (or the first of
+// any other Queue value of the name) adds the name to the registry again.
+// Works after Close. Destroy needs a
 // *redis.Client, *redis.ClusterClient or *redis.Ring.
 func (q *Queue) Destroy(ctx context.Context) (int64, error) {
 	var deleted int64

@@ -191,6 +191,7 @@ func (q *Queue) runChunks(ctx context.Context, s *script, chunks []chunk) []*red
 				c.SetErr(q.permissionError(err))
 			}
 		}
+		q.unwrapLives(ctx, s, cmds)
 		return cmds
 	}
 	var wait *redis.IntCmd
@@ -225,5 +226,25 @@ func (q *Queue) runChunks(ctx context.Context, s *script, chunks []chunk) []*red
 			}
 		}
 	}
+	q.unwrapLives(ctx, s, cmds)
 	return cmds
+}
+
+// unwrapLives is unwrapLife for the replies of runChunks.
+func (q *Queue) unwrapLives(ctx context.Context, s *script, cmds []*redis.Cmd) {
+	if !s.life {
+		return
+	}
+	for _, c := range cmds {
+		// A reply that came with an error (ErrNotReplicated) still tells.
+		r, ok := c.Val().([]interface{})
+		if !ok {
+			continue
+		}
+		r, err := q.unwrapLife(ctx, r)
+		c.SetVal(r)
+		if err != nil && c.Err() == nil {
+			c.SetErr(err)
+		}
+	}
 }

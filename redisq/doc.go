@@ -82,7 +82,8 @@
 // Purge work in atomic batches of 200 items; Destroy removes the
 // items in such batches and then every other key of the queue, found by
 // SCAN (on a Cluster, in the queue's slot only). Every step keeps the invariants Audit checks. ListQueues lists the
-// registered queues (the set {dq}:queues, which New fills) that have data,
+// registered queues (the set {dq}:queues, which New and a queue's first
+// write after Destroy fill) that have data,
 // at a cost that grows with the number of queues, not keys; ScanQueues
 // finds every queue by SCANning the whole keyspace, and a QueueScanner does
 // the same a bounded number of keys per call and registers what it finds.

@@ -99,6 +99,7 @@ type Partitioned struct {
 	parts  []*Queue
 	index  map[string]int // partition name -> index
 	meta   string         // {dq:NAME}:parts
+	opt    options        // noRegistry and logger, for renew
 
 	tk        *taker
 	acks      []*acker
@@ -307,6 +308,7 @@ func openPartitioned(ctx context.Context, client redis.UniversalClient, name str
 		parts:  make([]*Queue, len(names)),
 		index:  make(map[string]int, len(names)),
 		meta:   meta,
+		opt:    o,
 	}
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -327,10 +329,9 @@ func openPartitioned(ctx context.Context, client redis.UniversalClient, name str
 		}
 		return nil, fmt.Errorf("redisq: partitioned queue %q: %w", name, err)
 	}
-	if !o.noRegistry {
-		if err := client.SAdd(ctx, PartitionedRegistryKey, name).Err(); err != nil {
-			o.logger.Debug("redisq: partitioned queue not added to the registry", "key", PartitionedRegistryKey, "err", err)
-		}
+	p.register(ctx)
+	for _, q := range p.parts {
+		q.onNewLife = p.renew
 	}
 	p.tk = newTaker(p.parts, o.logger)
 	p.acks = make([]*acker, len(p.parts))
@@ -340,13 +341,55 @@ func openPartitioned(ctx context.Context, client redis.UniversalClient, name str
 	return p, nil
 }
 
-func createPartitions(ctx context.Context, client redis.UniversalClient, name string, partitions int) ([]string, error) {
-	layout := PartitionLayout(name, partitions)
-	args := make([]interface{}, 0, 1+len(layout))
-	args = append(args, partitions)
-	for _, n := range layout {
+// register adds the name to PartitionedRegistryKey (one SADD, best effort
+// as New's; not with WithoutRegistry).
+func (p *Partitioned) register(ctx context.Context) {
+	if p.opt.noRegistry {
+		return
+	}
+	if err := p.client.SAdd(ctx, PartitionedRegistryKey, p.name).Err(); err != nil {
+		p.opt.logger.Debug("redisq: partitioned queue not added to the registry", "key", PartitionedRegistryKey, "err", err)
+	}
+}
+
+// renew runs when a call of a partition starts its sequence: the first
+// write of the partition, or of its new life after Destroy, which deleted
+// the partition table and took the name out of PartitionedRegistryKey. It
+// stores the table again unless one exists (the script NewPartitioned
+// runs) and registers the name, once per partition's life, best effort: a
+// table that names other partitions, or an ordinary queue of the name, is
+// logged and left as it is.
+func (p *Partitioned) renew(ctx context.Context) {
+	names := make([]string, len(p.parts))
+	for i, q := range p.parts {
+		names[i] = q.Name()
+	}
+	r, err := runPartitionsScript(ctx, p.client, p.name, names)
+	switch {
+	case err != nil:
+		p.opt.logger.Debug("redisq: partition table not stored again", "queue", p.name, "err", err)
+	case len(r) == 1 && toInt(r[0]) == -1:
+		p.opt.logger.Warn("redisq: partitioned queue written after an ordinary queue took its name", "queue", p.name)
+	default:
+		if got, err := parsePartitions(p.name, flatFields(r)); err != nil || !slices.Equal(got, names) {
+			p.opt.logger.Warn("redisq: partitioned queue written after its table changed", "queue", p.name, "table", got, "err", err)
+		}
+	}
+	p.register(ctx)
+}
+
+// runPartitionsScript runs scriptPartitions for the queue name with the
+// partitions names.
+func runPartitionsScript(ctx context.Context, client redis.UniversalClient, name string, names []string) ([]interface{}, error) {
+	args := make([]interface{}, 0, 1+len(names))
+	args = append(args, len(names))
+	for _, n := range names {
 		args = append(args, n)
 	}
+	return scriptPartitions.Run(ctx, client, []string{partitionsKey(name), seqKey(name)}, args...).Slice()
+}
+
+func createPartitions(ctx context.Context, client redis.UniversalClient, name string, partitions int) ([]string, error) {
 	// Checked before the table is created, so that a refusal changes
 	// nothing; a table of another count is the better report.
 	if err := largerLayout(ctx, client, name, partitions); err != nil {
@@ -358,7 +401,7 @@ func createPartitions(ctx context.Context, client redis.UniversalClient, name st
 		}
 		return nil, err
 	}
-	r, err := scriptPartitions.Run(ctx, client, []string{partitionsKey(name), "{dq:" + name + "}:seq"}, args...).Slice()
+	r, err := runPartitionsScript(ctx, client, name, PartitionLayout(name, partitions))
 	if err != nil {
 		return nil, fmt.Errorf("redisq: partitioned queue %q: %w", name, err)
 	}

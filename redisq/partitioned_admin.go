@@ -380,7 +380,9 @@ func (p *Partitioned) Audit(ctx context.Context) (*AuditReport, error) {
 // partition table, and removes the name from PartitionedRegistryKey. It
 // returns the number of keys deleted, or ErrNoQueue when there were none.
 // A new NewPartitioned may then create the queue again, with any partition
-// count. Stop the queue's producers and consumers first, as for
+// count; a Partitioned value of it that writes again stores its partition
+// table and registers its name again (at the first write of each
+// partition). Stop the queue's producers and consumers first, as for
 // Queue.Destroy. Works after Close.
 func (p *Partitioned) Destroy(ctx context.Context) (int64, error) {
 	n, err := p.sum(func(q *Queue) (int64, error) { return q.Destroy(ctx) })

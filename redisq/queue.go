@@ -61,6 +61,9 @@ type Queue struct {
 	kpref  string // key prefix "{dq:NAME}:"
 	wpref  string // private waiter key prefix
 	subsec time.Duration
+	// onNewLife, when set (a partition's Partitioned), runs after
+	// register when a call starts the queue's sequence (see unwrapLife).
+	onNewLife func(context.Context)
 
 	inst      string        // random per Queue value: request ids (runOnce)
 	reqSeq    atomic.Uint64 // request ids (runOnce)

@@ -13,7 +13,11 @@ import (
 
 // RegistryKey is the Redis set of queue names on a server: New adds its
 // queue's name (one SADD), Destroy removes it, ListQueues reads it, and a
-// QueueScanner adds the queues it finds. Its hash tag {dq} is not of the
+// QueueScanner adds the queues it finds. The write that starts a queue's
+// sequence (its first, or its first after Destroy, by any Queue value of
+// any process) adds the name again: its script says so in its reply, so
+// that a queue written again after Destroy is listed, at one SADD per life
+// of the queue and none for any other call. Its hash tag {dq} is not of the
 // form {dq:NAME}, so no queue's key can be it, and the queue-key pattern
 // {dq:*}:seq does not match it. On a Cluster it lives on the master of
 // {dq}'s slot, while the queues live on theirs.
@@ -40,6 +44,8 @@ func validName(name string) bool { return name != "" && !strings.ContainsAny(nam
 
 // register adds the queue's name to RegistryKey: one SADD, which Redis
 // neither propagates nor writes to the AOF when the name is already there.
+// New calls it, and so does the call that starts the queue's sequence
+// (unwrapLife).
 // It is best effort: New succeeds when the SADD fails (a read-only ACL
 // user, a replica), so that a process that may only read still opens
 // queues; the queue is then found by ScanQueues and QueueScanner, and

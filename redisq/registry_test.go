@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -117,6 +118,93 @@ func TestRegistry(t *testing.T) {
 	got, err = ListQueues(ctx, c)
 	require.NoError(t, err)
 	require.Equal(t, []string{"*", "b"}, got)
+}
+
+// Regression (issue 24): a Queue value used again after Destroy was not in
+// the registry, so ListQueues (dqctl, the dashboard, the exporter) no
+// longer showed a queue that held items. The call that starts a queue's
+// sequence (its first write, of a new queue or after Destroy) now reports
+// it and registers the name: whichever Queue value writes first, in any
+// process, and nothing more for the other calls.
+func TestDestroyedQueueWrittenAgainIsListed(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "again")
+	other := newQueue(t, s.client(t), "again") // another process, open throughout
+	listed := func() bool {
+		t.Helper()
+		names, err := ListQueues(ctx, c)
+		require.NoError(t, err)
+		return slices.Contains(names, "again")
+	}
+	destroy := func() {
+		t.Helper()
+		_, err := q.Destroy(ctx)
+		require.NoError(t, err)
+		require.False(t, listed())
+	}
+	_, err := q.EnqueueAfter(ctx, "x", nil, time.Hour)
+	require.NoError(t, err)
+	require.True(t, listed())
+	writes := []struct {
+		name  string
+		write func() error
+	}{
+		{"Enqueue by the destroying value", func() error { _, err := q.EnqueueAfter(ctx, "x", nil, time.Hour); return err }},
+		{"Enqueue by another value", func() error { _, err := other.EnqueueAfter(ctx, "x", nil, time.Hour); return err }},
+		{"EnqueueMany", func() error {
+			_, err := other.EnqueueMany(ctx, []EnqueueItem{{ID: "x", After: time.Hour}, {ID: "y"}})
+			return err
+		}},
+		{"Schedule", func() error { _, err := other.Schedule(ctx, "x", nil, time.Now().Add(time.Hour)); return err }},
+		{"Register", func() error { _, err := other.Register(ctx, "r", Every(time.Hour), nil); return err }},
+	}
+	for _, w := range writes {
+		destroy()
+		require.NoError(t, w.write(), w.name)
+		require.True(t, listed(), "%s after Destroy: not listed", w.name)
+	}
+
+	// No command more per write once the queue lives.
+	require.NoError(t, c.ConfigResetStat(ctx).Err())
+	for i := range 20 {
+		_, err := other.EnqueueAfter(ctx, fmt.Sprint("more", i), nil, time.Hour)
+		require.NoError(t, err)
+	}
+	require.Zero(t, cmdCalls(t, c, "sadd"), "SADDs for writes of a living queue")
+
+	// WithoutRegistry is honoured.
+	quiet := newQueue(t, c, "quiet", WithoutRegistry())
+	for range 2 {
+		_, err := quiet.EnqueueAfter(ctx, "x", nil, time.Hour)
+		require.NoError(t, err)
+		require.NotContains(t, registryMembers(t, c), "quiet")
+		_, err = quiet.Destroy(ctx)
+		require.NoError(t, err)
+	}
+
+	// A Partitioned value used after its Destroy stores its table and
+	// registers its name again.
+	p := newPartitioned(t, c, "pagain", 2)
+	_, err = p.EnqueueAfter(ctx, "x", nil, time.Hour)
+	require.NoError(t, err)
+	_, err = p.Destroy(ctx)
+	require.NoError(t, err)
+	_, err = p.EnqueueAfter(ctx, "x", nil, time.Hour)
+	require.NoError(t, err)
+	infos, err := ListPartitioned(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, []PartitionedInfo{{Name: "pagain", Partitions: PartitionLayout("pagain", 2)}}, infos)
+	names, err := ListQueues(ctx, c)
+	require.NoError(t, err)
+	require.Contains(t, names, p.Partition(p.PartitionOf("x")).Name())
+	p2, err := OpenPartitioned(ctx, c, "pagain")
+	require.NoError(t, err)
+	st, err := p2.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.Scheduled)
+	require.NoError(t, p2.Close())
 }
 
 // Item 6 of issue 17: listing the queues SCANned the whole keyspace.

@@ -40,13 +40,49 @@ type script struct {
 	// acks: the script is an acknowledging write, which WithReplicaAcks
 	// confirms with WAIT before the call returns.
 	acks bool
+	// life: the script may start the queue's sequence (it has next_seq,
+	// see luaCommon) and replies {life, reply}, life 1 when it did (see
+	// unwrapLife).
+	life bool
 	src  string // the Lua source, to name the command of a refusal
 }
 
 func newScript(src string, keys ...int) *script {
-	s := &script{Script: redis.NewScript(src), keys: keys, src: src}
+	life := strings.Contains(src, "local function next_seq(")
+	if life {
+		// One line of its own, so that the lines of src keep their numbers
+		// (a refusal names its line). next_seq sets NEW_LIFE.
+		src = "local NEW_LIFE = 0 local function body() " + src + "\nend local r = body() return {NEW_LIFE, r}"
+	}
+	s := &script{Script: redis.NewScript(src), keys: keys, life: life, src: src}
 	scriptsBySHA[s.Hash()] = s
 	return s
+}
+
+// unwrapLife reads the reply {life, reply} of a script that may start the
+// queue's sequence (script.life) and returns reply. life is 1 for the call
+// that started it: the first write of the queue, or of its new life after
+// Destroy, which removed its name from RegistryKey. That call adds the name
+// again (Queue.register; once per life, whichever Queue value in whichever
+// process writes first, and nothing more for every other call).
+func (q *Queue) unwrapLife(ctx context.Context, r []interface{}) ([]interface{}, error) {
+	if len(r) < 1 || len(r) > 2 {
+		return nil, fmt.Errorf("redisq: malformed script reply of %d values", len(r))
+	}
+	if toInt(r[0]) == 1 {
+		q.register(ctx)
+		if q.onNewLife != nil {
+			q.onNewLife(ctx)
+		}
+	}
+	if len(r) == 1 {
+		return nil, redis.Nil // the script returned nil
+	}
+	inner, ok := r[1].([]interface{})
+	if !ok {
+		return nil, fmt.Errorf("redisq: malformed script reply %T", r[1])
+	}
+	return inner, nil
 }
 
 // scriptsBySHA finds a script by the SHA-1 Redis names it by in errors.
@@ -98,6 +134,13 @@ func (q *Queue) run(ctx context.Context, s *script, extra []string, args ...inte
 		r, err = s.Run(ctx, q.client, keys, a...).Slice()
 		return err
 	})
+	if r != nil && s.life {
+		// A reply that came with an error (ErrNotReplicated) still tells.
+		var uerr error
+		if r, uerr = q.unwrapLife(ctx, r); err == nil {
+			err = uerr
+		}
+	}
 	return r, q.permissionError(err)
 }
 
@@ -110,7 +153,8 @@ var ErrNotReplicated = errors.New("redisq: write not confirmed by enough replica
 
 // runReplicated runs s and then WAIT on the same connection, in one
 // pipelined round trip (WAIT counts the replicas that acknowledged every
-// write of its connection so far). On a Cluster the pipeline goes to the
+// write of its connection so far); an ErrNotReplicated comes with the
+// script's reply. On a Cluster the pipeline goes to the
 // master of the queue's slot.
 func (q *Queue) runReplicated(ctx context.Context, s *script, keys []string, args []interface{}) ([]interface{}, error) {
 	node, err := q.masterFor(ctx)
@@ -151,12 +195,13 @@ func (q *Queue) runReplicated(ctx context.Context, s *script, keys []string, arg
 		}
 		return nil, err
 	}
+	// The reply goes back with ErrNotReplicated: the write was applied.
 	got, err := w.Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: WAIT: %v", ErrNotReplicated, err)
+		return r, fmt.Errorf("%w: WAIT: %v", ErrNotReplicated, err)
 	}
 	if got < int64(n) {
-		return nil, fmt.Errorf("%w: %d of %d replicas within %v; the write may or may not survive a failover", ErrNotReplicated, got, n, timeout)
+		return r, fmt.Errorf("%w: %d of %d replicas within %v; the write may or may not survive a failover", ErrNotReplicated, got, n, timeout)
 	}
 	return r, nil
 }

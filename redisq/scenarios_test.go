@@ -31,7 +31,8 @@ func seed(t testing.TB, q *Queue, ids []string) {
 		for _, c := range cmds {
 			r, err := c.(*redis.Cmd).Slice()
 			require.NoError(t, err)
-			require.EqualValues(t, 1, r[0])
+			require.Len(t, r, 2) // {life, reply}: see newScript
+			require.EqualValues(t, 1, r[1].([]interface{})[0])
 		}
 	}
 }
