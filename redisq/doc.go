@@ -144,8 +144,11 @@
 // round trip), or fail with ErrNotReplicated: tested by killing a master
 // whose replica was frozen for 300 ms, under load, on a local Cluster: 0
 // acknowledged enqueues lost and 0 acks undone with it (146 and 167 without
-// it), at about 40% of the throughput. Writes stop while fewer than n
-// replicas are connected: run n+1 replicas per master.
+// it). The wait costs throughput: 16-46% of the acks a second of 4
+// producers and 4 AckTake consumers on the development VM
+// (TestClusterReplicaAcksCost, which runs with REDISQ_CAPACITY=1). Writes
+// stop while fewer than n replicas are connected: run n+1 replicas per
+// master.
 //
 // # Redis Cluster
 //
@@ -163,8 +166,11 @@
 // slot of 4,000 keys (MIGRATE in batches of 10, as redis-cli --cluster
 // reshard does) under 2,000 enqueues a second took 0.1-0.15 s, no call
 // failed and the longest Enqueue took 0.12-0.18 s (TestClusterSlotMigrationUnderLoad).
-// The pause grows with the number of keys in the slot: about one key per
-// item, plus a few. Destroy and Audit read only the queue's slot, on its
+// The pause grows with the number of keys in the slot: one per item, one
+// ack tombstone per ack of the last 30 s (60,000 at 2,000 acks a second),
+// plus a few. A move longer than the visibility timeout lets leases expire
+// meanwhile: an Ack then returns ErrLeaseLost and the item is delivered
+// again, as after any expired lease. Destroy and Audit read only the queue's slot, on its
 // master (CLUSTER GETKEYSINSLOT), never the other masters; Audit lists at
 // most 10,000 keys of it, and in a larger slot checks the items its zsets
 // name (see Audit).
