@@ -252,14 +252,16 @@ func flatFields(r []interface{}) map[string]string {
 // the queue is new. name must be a valid queue name (non-empty, no '{' or
 // '}') not used by an ordinary queue. opts apply to every partition, as New
 // applies them (WithoutRegistry also keeps name out of
-// PartitionedRegistryKey). It runs one script that creates or reads the
-// partition table, then New for every partition concurrently (each a
-// CONFIG GET, a script and an SADD, see New), then one SADD of name to
-// PartitionedRegistryKey (best effort, as New's). It returns an error
-// wrapping ErrPartitions when the queue exists with another partition
-// count, an error for a bad name, count or option, for an ordinary queue of
-// that name, for a bad partition table, or what New returns for a
-// partition. The caller keeps ownership of client; Close does not close it.
+// PartitionedRegistryKey). It checks that no partition of a larger count
+// holds data (a few dozen EXISTS, pipelined; see PartitionNames), runs one
+// script that creates or reads the partition table, then New for every
+// partition concurrently (each a CONFIG GET, a script and an SADD, see
+// New), then one SADD of name to PartitionedRegistryKey (best effort, as
+// New's). It returns an error wrapping ErrPartitions when the queue exists
+// with another partition count, an error for a bad name, count or option,
+// for an ordinary queue of that name, one wrapping ErrBadPartitionTable for
+// a bad partition table or one of fewer partitions than hold data (then
+// nothing is created), or what New returns for a partition. The caller keeps ownership of client; Close does not close it.
 func NewPartitioned(ctx context.Context, client redis.UniversalClient, name string, partitions int, opts ...Option) (*Partitioned, error) {
 	if partitions < 1 || partitions > MaxPartitions {
 		return nil, fmt.Errorf("redisq: partition count %d not in 1..%d", partitions, MaxPartitions)
