@@ -131,10 +131,15 @@ func layoutName(name string, i, partitions int) string {
 	// Away from the range's ends, where Cluster tools round the
 	// boundaries between masters either way.
 	lo, hi := i*clusterSlots/partitions+1, (i+1)*clusterSlots/partitions-1
+	// The slot of the tag "dq:NAME~i.j" (a name has no braces), its
+	// prefix's CRC computed once.
+	prefix := name + "~" + strconv.Itoa(i) + "."
+	crc := crc16(crc16(0, "dq:"), prefix)
+	var buf [20]byte
 	for j := 0; ; j++ {
-		n := name + "~" + strconv.Itoa(i) + "." + strconv.Itoa(j)
-		if s := keySlot("dq:" + n); s >= lo && s < hi {
-			return n
+		d := strconv.AppendInt(buf[:0], int64(j), 10)
+		if s := int(crc16(crc, d)) % clusterSlots; s >= lo && s < hi {
+			return prefix + string(d)
 		}
 	}
 }

@@ -19,11 +19,15 @@ func keySlot(key string) int {
 			key = key[i+1 : i+1+j]
 		}
 	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc = crc<<8 ^ crc16tab[byte(crc>>8)^key[i]]
+	return int(crc16(0, key)) % clusterSlots
+}
+
+// crc16 continues the CRC16 (XMODEM) crc over s.
+func crc16[T string | []byte](crc uint16, s T) uint16 {
+	for i := 0; i < len(s); i++ {
+		crc = crc<<8 ^ crc16tab[byte(crc>>8)^s[i]]
 	}
-	return int(crc) % clusterSlots
+	return crc
 }
 
 var crc16tab = func() (t [256]uint16) {
