@@ -14,14 +14,17 @@ func cmdDead(e *env, requeue bool) error {
 	if requeue {
 		verb, done = "requeue", "requeued"
 	}
-	if e.all == (len(e.args) > 1) {
-		return usageErr("give item ids or -all, not both or neither")
+	if given := btoi(e.all) + btoi(len(e.args) > 1) + btoi(e.reason.set); given != 1 {
+		return usageErr("give item ids or -all or -reason, one of them, not %s", map[bool]string{true: "several", false: "none"}[given > 1])
 	}
 	t, err := e.target(e.args[0])
 	if err != nil {
 		return err
 	}
 	defer t.close()
+	if e.reason.set {
+		return deadByReason(e, t, requeue)
+	}
 	if e.all {
 		st, err := t.Stats(e.ctx)
 		if err != nil {

@@ -234,6 +234,12 @@ type env struct {
 	queues     []string // serve: the queues the overview lists
 	allowHosts []string
 	scanKeys   int
+
+	// The flags of the operator's views (queues -sort; list, requeue and
+	// delete-dead -reason; reasons -limit).
+	sort        string
+	reason      optString
+	reasonLimit int64
 }
 
 func (e *env) printf(format string, a ...any) { fmt.Fprintf(e.stdout, format, a...) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,10 +25,13 @@ func commands() []command {
 			min: 2, max: 2, flags: listFlags, run: cmdList},
 		{name: "show", args: "QUEUE ID", help: "show one item, its payload pretty-printed if it is JSON (what fits the terminal; -full: all)",
 			min: 2, max: 2, flags: showFlags, run: cmdShow},
-		{name: "requeue", args: "QUEUE (ID... | -all)", help: "requeue dead items: due now, attempts reset",
-			min: 1, max: -1, flags: withAll, run: func(e *env) error { return cmdDead(e, true) }, write: true},
-		{name: "delete-dead", args: "QUEUE (ID... | -all)", help: "delete dead items",
-			min: 1, max: -1, flags: withAll, run: func(e *env) error { return cmdDead(e, false) }, write: true},
+		{name: "reasons", args: "QUEUE", help: "group the dead items by the reason they died of: how many, the first and last death of each " +
+			"(list -reason lists a group, requeue and delete-dead -reason act on one)",
+			min: 1, max: 1, flags: reasonsFlags, run: cmdReasons},
+		{name: "requeue", args: "QUEUE (ID... | -all | -reason R)", help: "requeue dead items: due now, attempts reset",
+			min: 1, max: -1, flags: withDead, run: func(e *env) error { return cmdDead(e, true) }, write: true},
+		{name: "delete-dead", args: "QUEUE (ID... | -all | -reason R)", help: "delete dead items",
+			min: 1, max: -1, flags: withDead, run: func(e *env) error { return cmdDead(e, false) }, write: true},
 		{name: "delete", args: "QUEUE ID...", help: "delete items in any state (an in-flight one is marked: deleted when settled, never retried)",
 			min: 2, max: -1, run: cmdDelete, write: true},
 		{name: "purge", args: "QUEUE STATE", help: "delete every item in STATE (inflight: mark them all)",
@@ -68,6 +72,12 @@ func withAll(fs *flag.FlagSet, e *env) {
 	fs.BoolVar(&e.all, "all", false, "every dead item (asks for confirmation unless -yes)")
 }
 
+// withDead is the flags of requeue and delete-dead.
+func withDead(fs *flag.FlagSet, e *env) {
+	withAll(fs, e)
+	withReason(fs, e, "the dead items that died of exactly this `reason`, as dqctl reasons prints it (asks for confirmation unless -yes)")
+}
+
 func withFull(fs *flag.FlagSet, e *env) {
 	fs.BoolVar(&e.full, "full", false, "print everything, not what fits the terminal (its size, or $COLUMNS and $LINES, else 80x24)")
 }
@@ -76,6 +86,8 @@ func queuesFlags(fs *flag.FlagSet, e *env) {
 	withJSON(fs, e)
 	fs.BoolVar(&e.scan, "scan", false, "SCAN the whole keyspace for every queue, those missing from the registry "+redisq.RegistryKey+
 		" too (written by an older version or by hand); its cost grows with the number of keys on the server: seconds for millions")
+	fs.StringVar(&e.sort, "sort", "name", "order the queues by `key`: "+sortNames()+"; but for name, the largest first, so that the sick queue comes first "+
+		"(failed: the share of deliveries not acked since the queue was created)")
 	fs.BoolVar(&e.partitions, "partitions", false, "list the partitions of each partitioned queue, indented under it "+
 		"(a partitioned queue is one row, NAME (3 partitions), with their sums; -json always lists them)")
 }
@@ -87,6 +99,8 @@ func listFlags(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&e.page.Limit, "limit", 50, fmt.Sprintf("`n` items per page (1..%d)", redisq.MaxPage))
 	fs.BoolVar(&e.page.Reverse, "reverse", false, "latest first")
 	fs.BoolVar(&e.page.Payloads, "payloads", false, "include payloads (in -json output)")
+	withReason(fs, e, "list only the dead items that died of exactly this `reason`, as dqctl reasons prints it "+
+		"(a page then examines up to 1000 dead items: it may hold fewer than -limit, or none, and still have a next page)")
 	withFull(fs, e)
 }
 
@@ -95,7 +109,7 @@ func showFlags(fs *flag.FlagSet, e *env) {
 	withFull(fs, e)
 }
 
-// queueInfo is one line of "queues".
+// queueInfo is one line of "queues": the sizes.
 type queueInfo struct {
 	Name      string `json:"name"`
 	Scheduled int64  `json:"scheduled"`
@@ -105,20 +119,84 @@ type queueInfo struct {
 	Paused    bool   `json:"paused"`
 }
 
-func infoOf(name string, st redisq.Stats) queueInfo {
-	return queueInfo{name, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead, st.Paused}
+// queueHealth is what tells the sick queue in "queues": how long its
+// oldest due item has waited, since when it is paused, and the counters
+// of its failed deliveries (since the queue was created).
+type queueHealth struct {
+	OldestOverdueSeconds float64   `json:"oldest_overdue_seconds"`
+	PausedSince          time.Time `json:"paused_since,omitzero"`
+	Delivered            int64     `json:"delivered"`
+	Acked                int64     `json:"acked"`
+	Nacked               int64     `json:"nacked"`
+	Expired              int64     `json:"expired"`
+	DeadLettered         int64     `json:"dead_lettered"`
+
+	overdue time.Duration
+	now     time.Time // Redis TIME of its stats
+}
+
+// queueLine is a queue, or a partition, of "queues".
+type queueLine struct {
+	queueInfo
+	queueHealth
+}
+
+func infoOf(name string, st redisq.Stats) queueLine {
+	c := st.StatsCounters
+	return queueLine{queueInfo{name, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead, st.Paused},
+		queueHealth{st.OldestOverdue.Seconds(), st.PausedSince, c.Delivered, c.Acked, c.Nacked, c.Expired, c.DeadLettered, st.OldestOverdue, st.Now}}
+}
+
+// failed is the share of the deliveries that were not acked (nacked,
+// expired, dead-lettered or handed back), those in flight aside; ok is
+// false before the first delivery.
+func (l queueLine) failed() (share float64, ok bool) {
+	if l.Delivered <= 0 {
+		return 0, false
+	}
+	n := max(0, min(l.Delivered, l.Delivered-l.Acked-l.InFlight))
+	return float64(n) / float64(l.Delivered), true
+}
+
+// failedCell is the FAILED cell: "12.5%", or "-" before any delivery.
+func (l queueLine) failedCell() string {
+	f, ok := l.failed()
+	if !ok {
+		return "-"
+	}
+	return strconv.FormatFloat(100*f, 'f', 1, 64) + "%"
+}
+
+// overdueCell is the OLDEST OVERDUE cell: "-" when nothing is due.
+func (l queueLine) overdueCell() string {
+	if l.Due == 0 {
+		return "-"
+	}
+	return roundDur(l.overdue).String()
+}
+
+// pausedCell of one queue: "paused 3m0s ago (2026-12-01T15:31:11Z)",
+// "paused" when the queue does not say since when, or "".
+func (l queueLine) pausedCell() string {
+	switch {
+	case !l.Paused:
+		return ""
+	case l.PausedSince.IsZero():
+		return "paused"
+	}
+	return "paused " + when(l.PausedSince, l.now)
 }
 
 // queueRow is a queue of "queues": an ordinary one, or a partitioned one
 // with the sums of its partitions (paused when every one is), each of
 // them in Partitions.
 type queueRow struct {
-	queueInfo
-	Partitions []queueInfo `json:"partitions,omitempty"`
+	queueLine
+	Partitions []queueLine `json:"partitions,omitempty"`
 }
 
-// pausedCell is the PAUSED cell of a row: "paused", "1/3 paused" for a
-// partitioned queue some of whose partitions are paused, or "".
+// pausedCell is the PAUSED cell of a row: that of a queue, or "1/3 paused"
+// for a partitioned queue some of whose partitions are paused.
 func (r queueRow) pausedCell() string {
 	n := 0
 	for _, p := range r.Partitions {
@@ -126,16 +204,41 @@ func (r queueRow) pausedCell() string {
 			n++
 		}
 	}
-	switch {
-	case r.Paused:
-		return "paused"
-	case n > 0:
+	if !r.Paused && n > 0 {
 		return fmt.Sprintf("%d/%d paused", n, len(r.Partitions))
 	}
-	return ""
+	return r.queueLine.pausedCell()
+}
+
+// queueSorts are the orders of queues -sort: by name, else the sickest
+// first (the name breaking ties).
+var queueSorts = map[string]func(a, b queueLine) int{
+	"name":     func(a, b queueLine) int { return 0 },
+	"overdue":  func(a, b queueLine) int { return cmp.Compare(b.overdue, a.overdue) },
+	"due":      func(a, b queueLine) int { return cmp.Compare(b.Due, a.Due) },
+	"inflight": func(a, b queueLine) int { return cmp.Compare(b.InFlight, a.InFlight) },
+	"dead":     func(a, b queueLine) int { return cmp.Compare(b.Dead, a.Dead) },
+	"failed": func(a, b queueLine) int {
+		fa, _ := a.failed()
+		fb, _ := b.failed()
+		return cmp.Or(cmp.Compare(fb, fa), cmp.Compare(b.Nacked+b.DeadLettered, a.Nacked+a.DeadLettered))
+	},
+}
+
+// sortNames is the -sort values, for messages and help.
+func sortNames() string {
+	return "name, overdue, due, inflight, dead, failed (errors)"
 }
 
 func cmdQueues(e *env) error {
+	sortBy := e.sort
+	if sortBy == "errors" {
+		sortBy = "failed"
+	}
+	order, ok := queueSorts[sortBy]
+	if !ok {
+		return usageErr("unknown -sort %s: want %s", quote(e.sort), sortNames())
+	}
 	list := redisq.ListQueues
 	if e.scan {
 		list = redisq.ScanQueues
@@ -181,14 +284,14 @@ func cmdQueues(e *env) error {
 			return err
 		}
 		if ok {
-			rows = append(rows, queueRow{queueInfo: infoOf(n, st)})
+			rows = append(rows, queueRow{queueLine: infoOf(n, st)})
 		}
 	}
 	for _, p := range parts {
 		if p.Err != nil {
 			continue
 		}
-		row := queueRow{Partitions: []queueInfo{}}
+		row := queueRow{Partitions: []queueLine{}}
 		ss := make([]redisq.Stats, 0, len(p.Partitions))
 		for _, n := range p.Partitions {
 			st, _, err := stats(n)
@@ -198,10 +301,12 @@ func cmdQueues(e *env) error {
 			ss = append(ss, st)
 			row.Partitions = append(row.Partitions, infoOf(n, st))
 		}
-		row.queueInfo = infoOf(p.Name, redisq.SumStats(ss))
+		row.queueLine = infoOf(p.Name, redisq.SumStats(ss))
 		rows = append(rows, row)
 	}
-	slices.SortFunc(rows, func(a, b queueRow) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(rows, func(a, b queueRow) int {
+		return cmp.Or(order(a.queueLine, b.queueLine), strings.Compare(a.Name, b.Name))
+	})
 	if e.json {
 		return writeJSON(e.stdout, rows)
 	}
@@ -217,33 +322,31 @@ func cmdQueues(e *env) error {
 	for _, r := range rows {
 		paused = paused || r.pausedCell() != ""
 	}
-	tw := table(e.stdout)
 	// The PAUSED column only when a queue is paused.
-	head, line := "QUEUE\tSCHEDULED\tDUE\tINFLIGHT\tDEAD", "%s\t%d\t%d\t%d\t%d"
+	out := [][]string{{"QUEUE", "SCHEDULED", "DUE", "OLDEST OVERDUE", "INFLIGHT", "DEAD", "NACKED", "DEAD-LETTERED", "FAILED"}}
 	if paused {
-		head, line = head+"\tPAUSED", line+"\t%s"
+		out[0] = append(out[0], "PAUSED")
 	}
-	fmt.Fprintln(tw, head)
-	row := func(name string, i queueInfo, pausedCell string) {
-		a := []any{name, i.Scheduled, i.Due, i.InFlight, i.Dead}
+	row := func(name string, l queueLine, pausedCell string) {
+		r := []string{name, num(l.Scheduled), num(l.Due), l.overdueCell(), num(l.InFlight), num(l.Dead), num(l.Nacked), num(l.DeadLettered), l.failedCell()}
 		if paused {
-			a = append(a, pausedCell)
+			r = append(r, pausedCell)
 		}
-		fmt.Fprintf(tw, line+"\n", a...)
+		out = append(out, r)
 	}
 	for _, r := range rows {
 		if r.Partitions == nil {
-			row(cell(r.Name), r.queueInfo, r.pausedCell())
+			row(cell(r.Name), r.queueLine, r.pausedCell())
 			continue
 		}
-		row(cell(r.Name)+" ("+plural(int64(len(r.Partitions)), "partition")+")", r.queueInfo, r.pausedCell())
+		row(cell(r.Name)+" ("+plural(int64(len(r.Partitions)), "partition")+")", r.queueLine, r.pausedCell())
 		if e.partitions {
 			for _, p := range r.Partitions {
-				row("  "+cell(p.Name), p, map[bool]string{true: "paused"}[p.Paused])
+				row("  "+cell(p.Name), p, p.pausedCell())
 			}
 		}
 	}
-	return tw.Flush()
+	return writeTable(e.stdout, out)
 }
 
 func parseState(s string) (redisq.State, error) {
@@ -344,6 +447,15 @@ func cmdList(e *env) error {
 	if e.page.Limit < 1 || e.page.Limit > redisq.MaxPage || e.page.Offset < 0 {
 		return usageErr("-limit must be in 1..%d and -offset >= 0", redisq.MaxPage)
 	}
+	if e.reason.set {
+		if err := checkReason(e.reason.val); err != nil {
+			return err
+		}
+		if state != redisq.StateDead {
+			return usageErr("-reason filters dead items: give the state dead, not %s", state)
+		}
+		e.page.Reason = e.reason.val
+	}
 	t, err := e.target(e.args[0])
 	if err != nil {
 		return err
@@ -375,13 +487,25 @@ func cmdList(e *env) error {
 	if err != nil {
 		return err
 	}
-	if len(p.Items) == 0 {
-		e.printf("(no %s items at offset %d; %d in all)\n", state, e.page.Offset, p.Total)
-		return nil
-	}
-	e.printf("%d-%d of %d %s", e.page.Offset+1, e.page.Offset+int64(len(p.Items)), p.Total, state)
+	next := ""
 	if p.Next >= 0 {
-		e.printf("; next page: -offset %d", p.Next)
+		next = fmt.Sprintf("-offset %d", p.Next)
+	}
+	end := p.Total // where the page's examined items end
+	if p.Next >= 0 {
+		end = p.Next
+	}
+	switch {
+	case e.page.Offset >= p.Total || (len(p.Items) == 0 && e.page.Reason == ""):
+		e.printf("(no %s items at offset %d; %s in all)\n", state, e.page.Offset, num(p.Total))
+		return nil
+	case e.page.Reason != "":
+		e.printf("%s among dead items %s-%s of %s", diedOf(len(p.Items), e.page.Reason), num(e.page.Offset+1), num(end), num(p.Total))
+	default:
+		e.printf("%s-%s of %s %s", num(e.page.Offset+1), num(e.page.Offset+int64(len(p.Items))), num(p.Total), state)
+	}
+	if next != "" {
+		e.printf("; next page: %s", next)
 	}
 	if cut {
 		e.printf("; reasons cut to the terminal's width (-full: whole)")
@@ -401,7 +525,8 @@ func listPartitioned(e *env, p *redisq.Partitioned, state redisq.State) error {
 	if err != nil {
 		return err
 	}
-	pg, err := p.List(e.ctx, state, redisq.PartitionedListOptions{Cursor: cur, Limit: e.page.Limit, Reverse: e.page.Reverse, Payloads: e.page.Payloads})
+	pg, err := p.List(e.ctx, state, redisq.PartitionedListOptions{Cursor: cur, Limit: e.page.Limit, Reverse: e.page.Reverse, Payloads: e.page.Payloads,
+		Reason: e.page.Reason})
 	if err != nil {
 		return err
 	}
@@ -429,11 +554,23 @@ func listPartitioned(e *env, p *redisq.Partitioned, state redisq.State) error {
 	for _, o := range cur {
 		before += o
 	}
-	if len(pg.Items) == 0 {
-		e.printf("(no %s items at cursor %s; %d in all)\n", state, formatCursor(cur, p.NumPartitions()), pg.Total)
-		return nil
+	end := pg.Total // where the page's examined items end
+	if pg.Next != nil {
+		end = 0
+		for _, o := range pg.Next {
+			end += o
+		}
 	}
-	e.printf("%d-%d of %d %s in %s", before+1, before+int64(len(pg.Items)), pg.Total, state, plural(int64(p.NumPartitions()), "partition"))
+	parts := plural(int64(p.NumPartitions()), "partition")
+	switch {
+	case before >= pg.Total || (len(pg.Items) == 0 && e.page.Reason == ""):
+		e.printf("(no %s items at cursor %s; %s in all)\n", state, formatCursor(cur, p.NumPartitions()), num(pg.Total))
+		return nil
+	case e.page.Reason != "":
+		e.printf("%s among dead items %s-%s of %s in %s", diedOf(len(pg.Items), e.page.Reason), num(before+1), num(end), num(pg.Total), parts)
+	default:
+		e.printf("%s-%s of %s %s in %s", num(before+1), num(before+int64(len(pg.Items))), num(pg.Total), state, parts)
+	}
 	if pg.Next != nil {
 		e.printf("; next page: -cursor %s", formatCursor(pg.Next, 0))
 	}

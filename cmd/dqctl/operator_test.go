@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -210,8 +211,8 @@ func TestMessagesSayWhatHappened(t *testing.T) {
 	}
 
 	r = dqctl(t, "", "help")
-	r.want(t, exitOK, "  show [-full] [-json] QUEUE ID\n", "  list [-cursor cursor] [-full] [-json] [-limit n] [-offset n] [-payloads]\n        [-reverse] QUEUE STATE\n",
-		"  pause QUEUE\n", "  queues [-json] [-partitions] [-scan]\n", "  serve-metrics [-allow-host name] [-listen host:port] [-scan-keys n] [QUEUE...]\n")
+	r.want(t, exitOK, "  show [-full] [-json] QUEUE ID\n", "  list [-cursor cursor] [-full] [-json] [-limit n] [-offset n] [-payloads]\n        [-reason reason] [-reverse] QUEUE STATE\n",
+		"  pause QUEUE\n", "  queues [-json] [-partitions] [-scan] [-sort key]\n", "  serve-metrics [-allow-host name] [-listen host:port] [-scan-keys n] [QUEUE...]\n")
 	dqctl(t, "", "help", "list").want(t, exitOK, "Usage: dqctl list [-cursor cursor] [-full] [-json]", "-offset n", "items per page")
 	dqctl(t, "", "help", "nosuch").want(t, exitUsage, `unknown command "nosuch"`)
 	dqctl(t, "", "list", "-h").want(t, exitOK, "Usage: dqctl list [-cursor cursor] [-full] [-json]")
@@ -272,7 +273,8 @@ func TestPauseResume(t *testing.T) {
 	dqctl(t, "", append(a, "stats", "orders")...).want(t, exitOK, "PAUSED: no item is delivered")
 	r := dqctl(t, "", append(a, "queues")...)
 	r.want(t, exitOK, "PAUSED")
-	if !strings.Contains(r.stdout, "paused\n") || strings.Count(r.stdout, "paused") != 1 {
+	// Since when, relative and absolute.
+	if !regexp.MustCompile(`paused \S+ ago \(\d\d:\d\d:\d\dZ\)\n`).MatchString(r.stdout) || strings.Count(r.stdout, "paused") != 1 {
 		t.Errorf("queues:\n%s", r.stdout)
 	}
 	dqctl(t, "", append(a, "queues", "-json")...).want(t, exitOK, `"paused": true`)

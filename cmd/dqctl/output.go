@@ -267,3 +267,44 @@ func writeTable(w io.Writer, rows [][]string) error {
 }
 
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// num is n with thousands separators, 1,234,567, for counts in human
+// output (-json has plain numbers).
+func num(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	sign := ""
+	if n < 0 {
+		sign, s = "-", s[1:]
+	}
+	var b strings.Builder
+	for i, d := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return sign + b.String()
+}
+
+// counted is plural with thousands separators: "1 item", "1,234 items".
+func counted(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return num(n) + " " + unit + "s"
+}
+
+// absTime is a Redis-clock time in a table cell: UTC, to the second, in
+// RFC 3339 (what -first-at takes), without the date on now's day (UTC):
+// 15:31:11Z, 2026-11-30T15:31:11Z.
+func absTime(t, now time.Time) string {
+	t = t.UTC()
+	if y, m, d := t.Date(); now.UTC().Year() == y && now.UTC().Month() == m && now.UTC().Day() == d {
+		return t.Format("15:04:05Z")
+	}
+	return t.Format("2006-01-02T15:04:05Z")
+}
+
+// when is a time relative to now with the absolute one beside it:
+// "3m0s ago (15:31:11Z)", "in 20h0m0s (2026-12-02T09:00:00Z)".
+func when(t, now time.Time) string { return rel(t, now) + " (" + absTime(t, now) + ")" }

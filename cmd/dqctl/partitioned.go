@@ -35,6 +35,11 @@ type admin interface {
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
 	Destroy(ctx context.Context) (int64, error)
+	// The operator's views: dead letters by cause, live workers.
+	DeadReasons(ctx context.Context, limit int64) (redisq.DeadReasonSummary, error)
+	RequeueDeadByReason(ctx context.Context, reason string) (int64, error)
+	DeleteDeadByReason(ctx context.Context, reason string) (int64, error)
+	Workers(ctx context.Context) ([]redisq.WorkerInfo, error)
 }
 
 // target is the queue a command names: an ordinary queue (q) or a
