@@ -154,3 +154,73 @@ func TestQueuesSickFirst(t *testing.T) {
 		t.Errorf("paused_since %v (%v), paused after %v", rows[2].PausedSince, err, before)
 	}
 }
+
+// TestStatsPausedSinceAndSeparators (issue 24, item 15): stats says since
+// when a queue is paused, absolute and relative, and prints counts with
+// thousands separators; -json has plain numbers and paused_since.
+func TestStatsPausedSinceAndSeparators(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	var items []redisq.EnqueueItem
+	for i := range 1234 {
+		items = append(items, redisq.EnqueueItem{ID: fmt.Sprint("later", i), After: time.Hour})
+	}
+	enqueueAll(t, f.q, items)
+	a := []string{"-redis", f.addr}
+	r := dqctl(t, "", append(a, "stats", "orders")...)
+	r.want(t, exitOK, "scheduled 1,236 (due now 0", "counters: enqueued 1,239, delivered 3,")
+	if strings.Contains(r.stdout, "PAUSED") || strings.Contains(r.stdout, "paused") {
+		t.Errorf("a queue not paused is said paused:\n%s", r.stdout)
+	}
+	r = dqctl(t, "", append(a, "stats", "orders", "-json")...)
+	r.want(t, exitOK, `"scheduled": 1236,`, `"enqueued": 1239,`)
+	if strings.Contains(r.stdout, "paused_since") {
+		t.Errorf("-json has paused_since of a queue not paused:\n%s", r.stdout)
+	}
+
+	before := time.Now().Add(-time.Second)
+	if err := f.q.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"stats", "orders"}, {"watch", "orders", "-n", "1"}} {
+		r = dqctl(t, "", append(a, cmd...)...)
+		r.want(t, exitOK, "  PAUSED: no item is delivered until the queue is resumed (dqctl resume)\n")
+		if !regexp.MustCompile(`\n  paused since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC \(\S+ ago\)\n`).MatchString(r.stdout) {
+			t.Errorf("%v does not say since when:\n%s", cmd, r.stdout)
+		}
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if len(l) > statsWidth {
+				t.Errorf("%v: a line of %d columns: %q", cmd, len(l), l)
+			}
+		}
+	}
+	var st struct {
+		PausedSince time.Time `json:"paused_since"`
+	}
+	r = dqctl(t, "", append(a, "stats", "orders", "-json")...)
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.PausedSince.Before(before) || st.PausedSince.After(time.Now()) {
+		t.Errorf("paused_since %v (%v), paused after %v\n%s", st.PausedSince, err, before, r.stdout)
+	}
+}
+
+// TestPartitionedStatsPaused: a partitioned queue's stats name the paused
+// partitions with since when; once every one is, the queue says since
+// when (the last pause).
+func TestPartitionedStatsPaused(t *testing.T) {
+	f := newPartFixture(t)
+	ctx := context.Background()
+	a := []string{"-redis", f.addr}
+	if err := f.p.Partition(1).Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := dqctl(t, "", append(a, "stats", "orders")...)
+	r.want(t, exitOK, "  PAUSED: 1 of 3 partitions deliver nothing until resumed (dqctl resume)\n", "PAUSED\n")
+	if !regexp.MustCompile(`(?m)^  1 +`+regexp.QuoteMeta(f.p.Partition(1).Name())+` .* paused \S+ ago \(\S+Z\)$`).MatchString(r.stdout) ||
+		strings.Contains(r.stdout, "paused since") {
+		t.Errorf("partition 1's row does not say since when it is paused, or the queue is said paused:\n%s", r.stdout)
+	}
+	if err := f.p.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dqctl(t, "", append(a, "stats", "orders")...).want(t, exitOK, "  PAUSED: no item is delivered", "\n  paused since ")
+}

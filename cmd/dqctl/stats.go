@@ -65,10 +65,10 @@ func statsPartitioned(e *env, p *redisq.Partitioned) error {
 		rows[0] = append(rows[0], "PAUSED")
 	}
 	for i, s := range ss {
-		r := []string{fmt.Sprintf("  %d", i), cell(p.Partition(i).Name()), fmt.Sprint(s.Scheduled), fmt.Sprint(s.DueBacklog), fmt.Sprint(s.InFlight),
-			fmt.Sprint(s.Dead), fmt.Sprint(s.Enqueued), fmt.Sprint(s.Delivered), fmt.Sprint(s.Acked)}
+		r := []string{fmt.Sprintf("  %d", i), cell(p.Partition(i).Name()), num(s.Scheduled), num(s.DueBacklog), num(s.InFlight),
+			num(s.Dead), num(s.Enqueued), num(s.Delivered), num(s.Acked)}
 		if paused > 0 {
-			r = append(r, map[bool]string{true: "paused"}[s.Paused])
+			r = append(r, infoOf("", s).pausedCell())
 		}
 		rows = append(rows, r)
 	}
@@ -94,6 +94,7 @@ type statsOut struct {
 	Partition            *int                 `json:"partition,omitempty"`
 	Now                  time.Time            `json:"now"`
 	Paused               bool                 `json:"paused"`
+	PausedSince          time.Time            `json:"paused_since,omitzero"`
 	Scheduled            int64                `json:"scheduled"`
 	Due                  int64                `json:"due"`
 	OldestOverdueSeconds float64              `json:"oldest_overdue_seconds"`
@@ -124,7 +125,7 @@ func statsJSON(name string, st redisq.Stats) statsOut {
 		b.CumulativeCount = cum
 		buckets = append(buckets, b)
 	}
-	return statsOut{Queue: name, Now: st.Now, Paused: st.Paused, Scheduled: st.Scheduled, Due: st.DueBacklog,
+	return statsOut{Queue: name, Now: st.Now, Paused: st.Paused, PausedSince: st.PausedSince, Scheduled: st.Scheduled, Due: st.DueBacklog,
 		OldestOverdueSeconds: st.OldestOverdue.Seconds(), InFlight: st.InFlight, Dead: st.Dead, Counters: st.StatsCounters,
 		Lateness: latenessJSON{st.Lateness.Count(), st.Lateness.Sum.Seconds(), buckets}}
 }
@@ -145,10 +146,13 @@ func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.
 	fmt.Fprintln(w, head)
 	if st.Paused {
 		fmt.Fprintln(w, "  PAUSED: no item is delivered until the queue is resumed (dqctl resume)")
+		if !st.PausedSince.IsZero() {
+			fmt.Fprintf(w, "  paused since %s (%s)\n", stamp(st.PausedSince), rel(st.PausedSince, st.Now))
+		}
 	}
 	fmt.Fprint(w, wrap("  ", "  ", []string{
-		fmt.Sprintf("scheduled %d (due now %d, oldest overdue %v)", st.Scheduled, st.DueBacklog, roundDur(st.OldestOverdue)),
-		fmt.Sprintf("in flight %d", st.InFlight), fmt.Sprintf("dead %d", st.Dead)}, ","))
+		fmt.Sprintf("scheduled %s (due now %s, oldest overdue %v)", num(st.Scheduled), num(st.DueBacklog), roundDur(st.OldestOverdue)),
+		"in flight " + num(st.InFlight), "dead " + num(st.Dead)}, ","))
 	c := st.StatsCounters
 	counters := []struct {
 		name string
@@ -168,7 +172,7 @@ func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.
 	}
 	var parts []string
 	for _, k := range counters {
-		s := fmt.Sprintf("%s %d", k.name, k.v)
+		s := k.name + " " + num(k.v)
 		if prev != nil {
 			if dt := st.Now.Sub(prev.Now).Seconds(); dt > 0 {
 				s += fmt.Sprintf(" (%.1f/s)", float64(k.v-k.p(&prev.StatsCounters))/dt)
