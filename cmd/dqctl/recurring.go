@@ -69,9 +69,10 @@ func checkRegName(name string) error {
 
 // registrationJSON is a registration in recurring -json: times by the
 // Redis clock, those that do not apply left out (last before the first
-// occurrence, next when the series ended or spec_error says why it
-// cannot be computed here); behind: next is before now, no process keeps
-// it.
+// run, next when the series ended or spec_error says why it cannot be
+// computed here, seen when no live code has registered it since this
+// version of redisq); behind: next is before now, no process keeps it;
+// orphaned: no live code has registered it within redisq.OrphanAfter.
 type registrationJSON struct {
 	Name        string    `json:"name"`
 	Spec        string    `json:"spec"`
@@ -86,6 +87,8 @@ type registrationJSON struct {
 	Next        time.Time `json:"next,omitzero"`
 	Ended       bool      `json:"ended"`
 	Behind      bool      `json:"behind"`
+	Seen        time.Time `json:"seen,omitzero"`
+	Orphaned    bool      `json:"orphaned"`
 	PayloadSize int64     `json:"payload_size"`
 }
 
@@ -95,8 +98,8 @@ func behind(r redisq.Registration, now time.Time) bool {
 	return !r.Ended && !r.Next.IsZero() && r.Next.Before(now)
 }
 
-// nextCell is the NEXT column: "in 42m0s", "ended", "behind: ...", or
-// why this process cannot compute it.
+// nextCell is the NEXT column: "in 42m0s (16:00:00Z)", "ended", "behind:
+// ...", or why this process cannot compute it.
 func nextCell(r redisq.Registration, now time.Time) string {
 	switch {
 	case r.Ended:
@@ -106,10 +109,26 @@ func nextCell(r redisq.Registration, now time.Time) string {
 	case r.Next.IsZero():
 		return "-"
 	case behind(r, now):
-		return "behind: no process keeps it (due " + rel(r.Next, now) + ")"
+		return "behind: no process keeps it (due " + rel(r.Next, now) + ", " + absTime(r.Next, now) + ")"
 	}
-	return rel(r.Next, now)
+	return when(r.Next, now)
 }
+
+// seenCell is the SEEN column: when live code last registered it, or
+// "orphaned (...)" when none has within redisq.OrphanAfter.
+func seenCell(r redisq.Registration, now time.Time) string {
+	switch {
+	case !r.Orphaned(now):
+		return rel(r.Seen, now)
+	case r.Seen.IsZero():
+		return "orphaned (never seen)"
+	}
+	return "orphaned (seen " + rel(r.Seen, now) + ")"
+}
+
+// orphanNote explains the orphaned registrations of the summary line.
+const orphanNote = "no live code has registered them for %v (their Register call was removed, their processes stopped or run no Worker, " +
+	"or dqctl register made them); any keeper still enqueues their occurrences: once their code is gone, dqctl unregister %s NAME removes them"
 
 func cmdRecurring(e *env) error {
 	q, err := e.queue()
@@ -134,7 +153,7 @@ func cmdRecurring(e *env) error {
 		for _, r := range regs {
 			j := registrationJSON{Name: r.Name, Spec: r.Spec, CatchUp: r.CatchUp, Version: r.Version, Created: r.Created,
 				Updated: r.Updated, Enqueued: r.Enqueued, EnqueuedID: r.EnqueuedID, Last: r.Last, Next: r.Next,
-				Ended: r.Ended, Behind: behind(r, now), PayloadSize: r.PayloadSize}
+				Ended: r.Ended, Behind: behind(r, now), Seen: r.Seen, Orphaned: r.Orphaned(now), PayloadSize: r.PayloadSize}
 			if r.SpecErr != nil {
 				j.SpecError = r.SpecErr.Error()
 			}
@@ -146,17 +165,20 @@ func cmdRecurring(e *env) error {
 		e.printf("no recurring registrations in queue %s (dqctl register adds one)\n", quote(q.Name()))
 		return nil
 	}
-	rows := [][]string{{"NAME", "SCHEDULE", "NEXT", "LAST", "CATCHUP", "VERSION", "PAYLOAD", "UPDATED"}}
-	late := 0
+	rows := [][]string{{"NAME", "SCHEDULE", "NEXT", "LAST", "SEEN", "CATCHUP", "VERSION", "PAYLOAD", "UPDATED"}}
+	late, orphans := 0, 0
 	for _, r := range regs {
 		last := "-"
 		if !r.Last.IsZero() {
-			last = rel(r.Last, now)
+			last = when(r.Last, now)
 		}
 		if behind(r, now) {
 			late++
 		}
-		rows = append(rows, []string{cell(r.Name), cell(r.Spec), nextCell(r, now), last, strconv.Itoa(r.CatchUp),
+		if r.Orphaned(now) {
+			orphans++
+		}
+		rows = append(rows, []string{cell(r.Name), cell(r.Spec), nextCell(r, now), last, seenCell(r, now), strconv.Itoa(r.CatchUp),
 			strconv.FormatInt(r.Version, 10), strconv.FormatInt(r.PayloadSize, 10), rel(r.Updated, now)})
 	}
 	if err := writeTable(e.stdout, rows); err != nil {
@@ -165,6 +187,9 @@ func cmdRecurring(e *env) error {
 	e.printf("%s in queue %s", plural(int64(len(regs)), "registration"), quote(q.Name()))
 	if late > 0 {
 		e.printf("; %d behind: no process keeps them (a Worker, or Queue.KeepRecurring, on the queue enqueues each next occurrence)", late)
+	}
+	if orphans > 0 {
+		e.printf("; %d orphaned: "+orphanNote, orphans, redisq.OrphanAfter, hintName(q.Name()))
 	}
 	e.printf("\n")
 	return nil

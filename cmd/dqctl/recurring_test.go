@@ -65,17 +65,20 @@ func TestRecurring(t *testing.T) {
 	f.registrations(t)
 
 	r := dqctl(t, "", append(a, "recurring", "orders")...)
-	r.want(t, exitOK, "NAME", "SCHEDULE", "NEXT", "LAST", "CATCHUP", "VERSION", "PAYLOAD", "UPDATED",
+	r.want(t, exitOK, "NAME", "SCHEDULE", "NEXT", "LAST", "SEEN", "CATCHUP", "VERSION", "PAYLOAD", "UPDATED",
 		"5 registrations in queue \"orders\"; 1 behind: no process keeps them")
 	lines := map[string]string{}
 	for _, l := range strings.Split(r.stdout, "\n") {
 		name, _, _ := strings.Cut(l, " ")
 		lines[name] = l
 	}
+	// Times are relative with the absolute one beside them (UTC; the date
+	// when it is not today's); SEEN is when live code last registered it.
+	abs := `(\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\dZ`
 	for name, want := range map[string]*regexp.Regexp{
-		"hourly":                           regexp.MustCompile(`^hourly +"every 1h0m0s" +behind: no process keeps it \(due [23]h\d+m\d+s ago\) +[34]h\d+m\d+s ago +0 +0 +0 +\S+ ago$`),
-		"daily":                            regexp.MustCompile(`^daily +"every 24h0m0s, phase 9h0m0s" +in \S+ +- +2 +7 +5 +\S+ ago$`),
-		`"ev\x1b]0;x\a\u009b\u202eil\xff"`: regexp.MustCompile(`^"ev\\x1b\]0;x\\a\\u009b\\u202eil\\xff" +"every 1h0m0s" +in \S+ +- `),
+		"hourly":                           regexp.MustCompile(`^hourly +"every 1h0m0s" +behind: no process keeps it \(due [23]h\d+m\d+s ago, ` + abs + `\) +[34]h\d+m\d+s ago \(` + abs + `\) +\S+ ago +0 +0 +0 +\S+ ago$`),
+		"daily":                            regexp.MustCompile(`^daily +"every 24h0m0s, phase 9h0m0s" +in \S+ \(` + abs + `\) +- +\S+ ago +2 +7 +5 +\S+ ago$`),
+		`"ev\x1b]0;x\a\u009b\u202eil\xff"`: regexp.MustCompile(`^"ev\\x1b\]0;x\\a\\u009b\\u202eil\\xff" +"every 1h0m0s" +in \S+ \(` + abs + `\) +- `),
 		"mars":                             regexp.MustCompile(`^mars +"CRON_TZ=Mars/Olympus 0 9 \* \* \*" +cannot compute here: redisq: cron spec "CRON_TZ=Mars/Olympus 0 9 \* \* \*": unknown time zone Mars/Olympus +[34]h`),
 		"over":                             regexp.MustCompile(`^over +"every 1h0m0s" +ended +[34]h`),
 	} {
@@ -311,4 +314,71 @@ func TestServeMetricsRecurring(t *testing.T) {
 			t.Fatalf("serve-metrics exited %d", code)
 		}
 	}
+}
+
+// TestRecurringOrphaned (issue 24, item 3): recurring shows when live code
+// last registered each registration, marks those none has within
+// redisq.OrphanAfter as orphaned, counts them with what to do, and -json
+// has seen and orphaned; a Register by live code clears it.
+func TestRecurringOrphaned(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	a := []string{"-redis", f.addr}
+	f.registrations(t)
+	// hourly was last registered 10 minutes ago, daily never by this
+	// version (as a registration from before it).
+	old := time.Now().Add(-10 * time.Minute).UnixMilli()
+	if err := f.c.HSet(ctx, "{dq:orders}:rec:hourly", "sn", old).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.HDel(ctx, "{dq:orders}:rec:daily", "sn").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := dqctl(t, "", append(a, "recurring", "orders")...)
+	r.want(t, exitOK, "; 2 orphaned: no live code has registered them for 3m0s (their Register call was removed, their processes stopped or run no Worker, "+
+		"or dqctl register made them); any keeper still enqueues their occurrences: once their code is gone, dqctl unregister orders NAME removes them\n")
+	for name, want := range map[string]string{"hourly": `  orphaned \(seen 10m\ds ago\) +0 `, "daily": `  orphaned \(never seen\) +2 `, "mars": `  \S+ ago +0 `} {
+		row := ""
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, name+" ") {
+				row = l
+			}
+		}
+		if !regexp.MustCompile(want).MatchString(row) {
+			t.Errorf("row of %s: %q, want %s", name, row, want)
+		}
+	}
+	var out struct {
+		Now           time.Time
+		Registrations []struct {
+			Name     string
+			Seen     *time.Time
+			Orphaned bool
+		}
+	}
+	r = dqctl(t, "", append(a, "recurring", "orders", "-json")...)
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err, r.stdout)
+	}
+	for _, g := range out.Registrations {
+		switch g.Name {
+		case "hourly":
+			if !g.Orphaned || g.Seen == nil || g.Seen.UnixMilli() != old {
+				t.Errorf("hourly: orphaned %v, seen %v, want %v", g.Orphaned, g.Seen, time.UnixMilli(old))
+			}
+		case "daily":
+			if !g.Orphaned || g.Seen != nil {
+				t.Errorf("daily: orphaned %v, seen %v", g.Orphaned, g.Seen)
+			}
+		default:
+			if g.Orphaned || g.Seen == nil || out.Now.Sub(*g.Seen) > time.Minute {
+				t.Errorf("%s: orphaned %v, seen %v", g.Name, g.Orphaned, g.Seen)
+			}
+		}
+	}
+	// Live code registers daily again (a process starting).
+	if _, err := f.q.Register(ctx, "daily", redisq.EveryPhase(24*time.Hour, 9*time.Hour), []byte("hello"), redisq.CatchUp(2), redisq.RegistrationVersion(7)); err != nil {
+		t.Fatal(err)
+	}
+	dqctl(t, "", append(a, "recurring", "orders")...).want(t, exitOK, "; 1 orphaned: ")
 }
