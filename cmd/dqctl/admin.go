@@ -125,6 +125,8 @@ func eachID(e *env, t *target, f func(q *redisq.Queue, id, in string) error) err
 			err = fmt.Errorf("no item %s in queue %s", quote(id), quote(t.Name()))
 		case errors.Is(err, redisq.ErrNotDead):
 			err = fmt.Errorf("item %s is not dead; nothing changed", quote(id))
+		case errors.Is(err, redisq.ErrInFlight):
+			err = fmt.Errorf("item %s is in flight: a consumer holds it (it is running now); nothing changed", quote(id))
 		case errors.Is(err, errMarked):
 			err = fmt.Errorf("item %s is in flight and already marked: deleted when its consumer settles it; nothing changed", quote(id))
 		case e.ctx.Err() != nil:

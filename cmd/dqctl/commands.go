@@ -32,6 +32,10 @@ func commands() []command {
 			min: 1, max: -1, flags: withDead, run: func(e *env) error { return cmdDead(e, true) }, write: true},
 		{name: "delete-dead", args: "QUEUE (ID... | -all | -reason R)", help: "delete dead items",
 			min: 1, max: -1, flags: withDead, run: func(e *env) error { return cmdDead(e, false) }, write: true},
+		{name: "run-now", args: "QUEUE ID...", help: "run items as soon as a consumer is free, never later than they would have: " +
+			"a scheduled item is made due now, one already due keeps its place, a dead one is requeued, " +
+			"and the next occurrence of a recurring job stays at its time while an extra run is enqueued, due now",
+			min: 2, max: -1, run: cmdRunNow, write: true},
 		{name: "delete", args: "QUEUE ID...", help: "delete items in any state (an in-flight one is marked: deleted when settled, never retried)",
 			min: 2, max: -1, run: cmdDelete, write: true},
 		{name: "purge", args: "QUEUE STATE", help: "delete every item in STATE (inflight: mark them all)",
