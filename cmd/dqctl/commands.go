@@ -21,6 +21,9 @@ func commands() []command {
 			max: 0, flags: queuesFlags, run: cmdQueues},
 		{name: "stats", args: "QUEUE", help: "show a queue's sizes, counters and delivery lateness (a partitioned queue's sums, and a line per partition)",
 			min: 1, max: 1, flags: withJSON, run: cmdStats},
+		{name: "workers", args: "QUEUE", help: "list the live Workers of a queue from their heartbeats: host, pid, since when, last beat, " +
+			"handlers running, and the messages they run since when; says when items are due and no worker is alive",
+			min: 1, max: 1, flags: showFlags, run: cmdWorkers},
 		{name: "list", args: "QUEUE STATE", help: "list the items in STATE (scheduled, inflight, dead), a page at a time (a partitioned queue's across its partitions, from -cursor)",
 			min: 2, max: 2, flags: listFlags, run: cmdList},
 		{name: "show", args: "QUEUE ID", help: "show one item, its payload pretty-printed if it is JSON (what fits the terminal; -full: all)",
