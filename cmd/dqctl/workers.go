@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -18,8 +19,8 @@ import (
 const leasesShown = 10
 
 // beatNote says what the list can show.
-const beatNote = "every Worker writes a heartbeat (every 5s by default) and leaves the list when it stops, or 3 beats after its last " +
-	"when it died; a consumer calling Take itself writes none"
+const beatNote = "(Every Worker writes a heartbeat, every 5s by default, and leaves this list when it stops, or 3 beats after its last " +
+	"if it died; a consumer calling Take itself writes none.)"
 
 // workerJSON is a worker in workers -json: redisq's WorkerInfo, with the
 // partition it works on for a partitioned queue.
@@ -80,10 +81,10 @@ func cmdWorkers(e *env) error {
 			e.printf("no live worker (nothing is due)\n")
 		}
 		if st.InFlight > 0 {
-			e.printf("%s in flight, held by no live worker: by consumers calling Take, or by a process that died (its leases end, then the items are retried)\n",
-				counted(st.InFlight, "item"))
+			e.printf("%s", wrap("", "", strings.Fields(counted(st.InFlight, "item")+" in flight, held by no live worker: by consumers calling Take, "+
+				"or by a process that died (its leases end, then the items are retried)"), ""))
 		}
-		e.printf("(%s)\n", beatNote)
+		e.printf("%s", wrap("", "", strings.Fields(beatNote), ""))
 		return nil
 	}
 	head := []string{"NAME", "HOST", "PID", "STARTED", "LAST BEAT", "RUNNING", "HELD"}

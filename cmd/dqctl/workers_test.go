@@ -80,7 +80,7 @@ func TestWorkers(t *testing.T) {
 	a := []string{"-redis", f.addr}
 	r := dqctl(t, "", append(a, "workers", "orders")...)
 	r.want(t, exitOK, `queue "orders" on `+f.addr+" at ", "no live worker (nothing is due)\n",
-		"1 item in flight, held by no live worker: by consumers calling Take, or by a process that died", "a consumer calling Take itself writes none")
+		"1 item in flight, held by no live worker: by consumers calling Take, or by a\nprocess that died", "a consumer calling Take itself\nwrites none.)\n")
 
 	var items []redisq.EnqueueItem
 	for i := range 13 {
