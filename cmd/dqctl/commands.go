@@ -16,8 +16,8 @@ import (
 
 func commands() []command {
 	return []command{
-		{name: "queues", help: "list the queues on the server with their sizes (the registry " + redisq.RegistryKey + "; -scan: every queue); " +
-			"a partitioned queue is one row with the sums of its partitions",
+		{name: "queues", help: "list the queues on the server with their sizes, oldest overdue item and failed deliveries, the sick first with -sort " +
+			"(the registry " + redisq.RegistryKey + "; -scan: every queue); a partitioned queue is one row with the sums of its partitions",
 			max: 0, flags: queuesFlags, run: cmdQueues},
 		{name: "stats", args: "QUEUE", help: "show a queue's sizes, counters and delivery lateness (a partitioned queue's sums, and a line per partition)",
 			min: 1, max: 1, flags: withJSON, run: cmdStats},
@@ -49,8 +49,9 @@ func commands() []command {
 			min: 1, max: 1, run: func(e *env) error { return cmdPause(e, false) }, write: true},
 		{name: "destroy", args: "QUEUE", help: "delete every key of a queue: items, counters, everything",
 			min: 1, max: 1, flags: withYes, run: cmdDestroy, write: true},
-		{name: "recurring", args: "QUEUE", help: "list the queue's recurring registrations (redisq Queue.Register): schedule, next and last occurrence; " +
-			"a next occurrence in the past means that no process keeps the registration (a Worker, or Queue.KeepRecurring, does)",
+		{name: "recurring", args: "QUEUE", help: "list the queue's recurring registrations (redisq Queue.Register): schedule, next and last run, " +
+			"when live code last registered it; a next run in the past means that no process keeps the registration (a Worker, or Queue.KeepRecurring, does), " +
+			"orphaned that no live code has registered it for " + redisq.OrphanAfter.String(),
 			min: 1, max: 1, flags: withJSON, run: cmdRecurring},
 		{name: "register", args: "QUEUE NAME SCHEDULE", help: "register (or replace) the recurring job NAME: an item with the payload is enqueued at each occurrence of SCHEDULE " +
 			`("every 1h0m0s", "every 24h0m0s, phase 9h0m0s", or a cron spec such as "CRON_TZ=Europe/Paris 0 9 * * *"); ` + keeperNote,

@@ -1,9 +1,11 @@
 // Command dqctl inspects and administers redisq queues on a Redis server:
-// it lists queues and their items, shows stats (once, or refreshed with a
-// chart of what is coming due), requeues or deletes dead items, deletes
-// items, purges a state, destroys a queue, lists, registers and
-// unregisters recurring jobs (which it does not keep going: a Worker does),
-// serves Prometheus metrics, and serves a web dashboard (package dqweb).
+// it lists queues (the sick first) and their items, shows stats (once, or
+// refreshed with a chart of what is coming due) and the live workers,
+// groups dead items by reason, requeues or deletes dead items (by id, all,
+// or one reason's), runs items now, deletes items, purges a state,
+// destroys a queue, lists, registers and unregisters recurring jobs (which
+// it does not keep going: a Worker does), serves Prometheus metrics, and
+// serves a web dashboard (package dqweb).
 //
 //	go run ./cmd/dqctl -redis 127.0.0.1:6379 queues
 //	go install github.com/dq-go/delayqueue/cmd/dqctl@latest

@@ -37,7 +37,7 @@ func runNowSays(res redisq.RunNowResult, id, in string, now time.Time) string {
 	case redisq.RunNowMoved:
 		return fmt.Sprintf("made %s%s due now: it runs once the items already due have been taken", quote(id), in)
 	case redisq.RunNowAlreadyDue:
-		return fmt.Sprintf("%s%s was already due (since %s): left in its place, ahead of the items due after it", quote(id), in, when(res.Due, now))
+		return fmt.Sprintf("%s%s already due (%s, %s): left in its place, ahead of the items due after it", quote(id), in, rel(res.Due, now), absTime(res.Due, now))
 	case redisq.RunNowRequeued:
 		return fmt.Sprintf("requeued %s%s (was dead): due now, attempts reset", quote(id), in)
 	case redisq.RunNowExtra:
