@@ -88,7 +88,7 @@ local life = tonumber(ARGV[11])
 local gone = redis.call('ZRANGEBYSCORE', W, '-inf', now, 'LIMIT', 0, 100)
 if #gone > 0 then redis.call('ZREM', W, unpack(gone)) end
 redis.call('ZADD', W, now + life, ARGV[2])
-redis.call('HSETNX', H, 'st', now)
+if redis.call('HEXISTS', H, 'st') == 0 then redis.call('HSET', H, 'st', now) end
 redis.call('HSET', H, 'n', ARGV[3], 'h', ARGV[4], 'pid', ARGV[5], 'c', ARGV[6], 'r', ARGV[7],
   'hd', ARGV[8], 'l', ARGV[9], 'lm', ARGV[10], 'b', now)
 redis.call('PEXPIRE', H, life)
@@ -270,6 +270,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 	host, pid := hostName(), os.Getpid()
 	t := time.NewTicker(w.beatEvery)
 	defer t.Stop()
+	failing := false
 	for {
 		ctx, cancel := context.WithTimeout(w.base, min(w.beatEvery, settleTimeout))
 		running, held, ls := w.snapshot()
@@ -277,8 +278,17 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 		_, err := w.q.run(ctx, scriptBeat, []string{w.q.workersKey(), w.q.workerKey(w.id)}, w.id, w.name, host, pid,
 			w.n, running, held, enc, more, life.Milliseconds())
 		cancel()
-		if err != nil {
+		switch {
+		case err != nil && !failing:
+			// Once: the worker works without it, but it is missing from
+			// Queue.Workers, dqctl workers and the dashboard.
+			w.log.Warn("redisq: worker: heartbeat failed; the worker is not shown among the queue's workers until one succeeds",
+				"queue", w.q.name, "err", err)
+			failing = true
+		case err != nil:
 			w.log.Debug("redisq: worker: heartbeat failed", "queue", w.q.name, "err", err)
+		default:
+			failing = false
 		}
 		select {
 		case <-t.C:

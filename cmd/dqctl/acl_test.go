@@ -401,6 +401,18 @@ func TestACLRules(t *testing.T) {
 				t.Fatal("wk2 is not in flight")
 			}
 		}
+		// Its heartbeat is written with dqconsumer's rights: the worker is
+		// listed with the message it holds.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			ws, err := admin.Workers(ctx)
+			must(err)
+			if len(ws) == 1 && len(ws[0].Leases) == 1 && ws[0].Leases[0].ID == "wk2" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the dqconsumer worker's heartbeat is not listed: %+v", ws)
+			}
+		}
 		sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		_ = w.Shutdown(sctx)
 		cancel()
