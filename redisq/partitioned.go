@@ -148,7 +148,9 @@ func layoutName(name string, i, partitions int) string {
 // and returns it (HGETALL), or {-1} when an ordinary queue of that name has
 // data (its sequence key exists) and no table. KEYS[1] the table, KEYS[2]
 // the ordinary queue's sequence key; ARGV[1] P, ARGV[2..] the names.
-var scriptPartitions = redis.NewScript(`
+var scriptPartitions = redis.NewScript(scriptPartitionsSrc)
+
+const scriptPartitionsSrc = `
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if redis.call('EXISTS', KEYS[2]) == 1 then return {-1} end
   local a = {'n', ARGV[1], 'v', '1'}
@@ -159,7 +161,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], unpack(a))
 end
 return redis.call('HGETALL', KEYS[1])
-`)
+`
 
 // parsePartitions reads a partition table (an HGETALL reply as a flat list
 // or a map) of the queue name. Everything in it is checked: it is data

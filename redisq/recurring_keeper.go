@@ -117,11 +117,13 @@ func (k *keeper) now() int64 { return k.base + time.Since(k.baseAt).Milliseconds
 
 // stopFeed: KEYS a keeper's private stream. Ends that keeper's blocked
 // XREAD (the key expires within a minute).
-var scriptStopFeed = redis.NewScript(`
+var scriptStopFeed = redis.NewScript(scriptStopFeedSrc)
+
+const scriptStopFeedSrc = `
 redis.call('XADD', KEYS[1], '*', 'x', '1')
 redis.call('PEXPIRE', KEYS[1], 60000)
 return 1
-`)
+`
 
 func (k *keeper) run(ctx context.Context) {
 	changes := make(chan struct{}, 1)
