@@ -1,0 +1,82 @@
+package rdb
+
+import "context"
+
+var (
+	scriptClaim    = newScript("claim", kSched, kLease, kDead, kWake, kStats, kSeq, kTimer, kLate)
+	scriptAckClaim = newScript("ack_claim", kSched, kLease, kDead, kWake, kStats, kSeq, kTimer, kLate).acked()
+)
+
+// ClaimArgs are the arguments of a claim (lua/claim.lua), or of an ack and
+// a claim in one script (lua/ack_claim.lua) when AckID is set.
+type ClaimArgs struct {
+	N            int   // items to lease, at most ScriptBatch (0: only reclaim expired leases)
+	Visibility   int64 // lease length, µs
+	MaxAttempts  int   // 0: no limit
+	BackoffBase  int64 // µs
+	BackoffMax   int64 // µs
+	ReclaimBatch int   // expired leases to return, at most ScriptBatch
+	TimerID      string
+	// Watch: the caller's Queue rings the wake marker for due work this
+	// claim leaves behind unless one of its consumers claims first.
+	Watch bool
+	// AckID and AckToken: a lease to ack first (AckTake).
+	AckID, AckToken string
+}
+
+// Claimed is one item a claim leased.
+type Claimed struct {
+	ID       string
+	Payload  []byte
+	Attempts int
+	Due      int64 // ms
+	Token    string
+	Deadline int64 // lease deadline, ms
+}
+
+// ClaimReply is what a claim did.
+type ClaimReply struct {
+	Now int64 // Redis TIME, ms
+	// Next is ms until the earliest due item or lease deadline (-1: none,
+	// 0: work is waiting now; at most a day).
+	Next int64
+	// Timed: the caller's Queue now owns the timer and must act at Next.
+	Timed bool
+	// LeaseLost: the lease to ack first was lost; nothing was claimed.
+	LeaseLost bool
+	Items     []Claimed
+}
+
+// Claim runs one claim, bounded whatever the arguments (see
+// lua/claim.lua).
+func (r *Runner) Claim(ctx context.Context, a ClaimArgs) (ClaimReply, error) {
+	s := scriptClaim
+	watch := "0"
+	if a.Watch {
+		watch = "1"
+	}
+	args := []interface{}{a.N, a.Visibility, a.MaxAttempts, a.BackoffBase, a.BackoffMax, a.ReclaimBatch, a.TimerID, watch}
+	var extra []string
+	if a.AckID != "" {
+		s, args = scriptAckClaim, append(args, a.AckID, a.AckToken)
+		extra = []string{r.Keys.Item(a.AckID), r.Keys.Tomb(a.AckToken)}
+	}
+	res, err := r.run(ctx, s, extra, args...)
+	if err != nil {
+		return ClaimReply{}, err
+	}
+	c := ClaimReply{Now: toInt(res[0]), Next: toInt(res[1]), Timed: toInt(res[2]) == 1}
+	if c.Next == -2 {
+		return ClaimReply{Now: c.Now, LeaseLost: true}, nil
+	}
+	for i := 3; i+5 < len(res); i += 6 {
+		p, _ := res[i+1].(string)
+		id, _ := res[i].(string)
+		tok, _ := res[i+4].(string)
+		c.Items = append(c.Items, Claimed{
+			ID: id, Payload: []byte(p), Attempts: int(toInt(res[i+2])), Due: toInt(res[i+3]),
+			Token: tok, Deadline: toInt(res[i+5]),
+		})
+	}
+	return c, nil
+}

@@ -1,0 +1,107 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+)
+
+var (
+	scriptEnqueue     = newScript("enqueue", kSched, kWake, kSeq).acked()
+	scriptEnqueueMany = newScript("enqueue_many", kSched, kWake, kSeq).acked()
+)
+
+// When is when an item is due: at an absolute time in ms (At), or a delay
+// in µs after Redis TIME (After set), which the scripts round up to the ms.
+type When struct {
+	After bool
+	V     int64
+}
+
+func (w When) mode() string {
+	if w.After {
+		return "after"
+	}
+	return "at"
+}
+
+// NewItem is one item to enqueue.
+type NewItem struct {
+	ID      string
+	Payload []byte
+	When    When
+}
+
+// Enqueued is what became of one item of EnqueueBatch or EnqueueMany: its
+// due time (ms) when stored, Dup when its id exists (or repeats an earlier
+// one of the call), or the error of the script that carried it.
+type Enqueued struct {
+	Due int64
+	Dup bool
+	Err error
+}
+
+// Enqueue stores one item (lua/enqueue.lua): its due time (ms), or ok
+// false when its id exists.
+func (r *Runner) Enqueue(ctx context.Context, it NewItem) (due int64, ok bool, err error) {
+	res, err := r.run(ctx, scriptEnqueue, []string{r.Keys.Item(it.ID)}, it.ID, it.Payload, it.When.mode(), it.When.V)
+	if err != nil {
+		return 0, false, err
+	}
+	if toInt(res[0]) == 0 {
+		return 0, false, nil
+	}
+	return toInt(res[1]), true, nil
+}
+
+// EnqueueBatch stores items, within the bounds of one script (ChunkEnds),
+// by one enqueue-many script (lua/enqueue_many.lua) through EVALSHA.
+func (r *Runner) EnqueueBatch(ctx context.Context, items []NewItem) []Enqueued {
+	c := enqueueChunk(r, items)
+	res, err := r.run(ctx, scriptEnqueueMany, c.keys, c.args...)
+	return enqueuedOf("enqueue", len(items), res, err)
+}
+
+// EnqueueMany stores items in order, one enqueue-many script per chunk
+// (ChunkEnds), pipelined (see runChunks).
+func (r *Runner) EnqueueMany(ctx context.Context, items []NewItem) []Enqueued {
+	ends := ChunkEnds(len(items), func(i int) int { return len(items[i].ID) + len(items[i].Payload) })
+	chunks := make([]chunk, len(ends))
+	for c, hi := range ends {
+		chunks[c] = enqueueChunk(r, items[ChunkStart(ends, c):hi])
+	}
+	out := make([]Enqueued, 0, len(items))
+	for c, rep := range r.runChunks(ctx, scriptEnqueueMany, chunks) {
+		out = append(out, enqueuedOf("enqueue many", ends[c]-ChunkStart(ends, c), rep.res, rep.err)...)
+	}
+	return out
+}
+
+func enqueueChunk(r *Runner, items []NewItem) chunk {
+	c := chunk{make([]string, 0, len(items)), make([]interface{}, 0, 1+4*len(items))}
+	c.args = append(c.args, len(items))
+	for _, it := range items {
+		c.keys = append(c.keys, r.Keys.Item(it.ID))
+		c.args = append(c.args, it.ID, it.Payload, it.When.mode(), it.When.V)
+	}
+	return c
+}
+
+// enqueuedOf reads an enqueue-many reply {now, due1 | false, ...} for n
+// items of call (which names it in an error).
+func enqueuedOf(call string, n int, res []interface{}, err error) []Enqueued {
+	out := make([]Enqueued, n)
+	if err == nil && len(res) != n+1 {
+		err = errors.New("redisq: " + call + ": malformed reply")
+	}
+	for i := range out {
+		switch {
+		case err != nil:
+			out[i].Err = err
+		case res[i+1] == nil || res[i+1] == false:
+			out[i].Dup = true
+		default:
+			out[i].Due = toInt(res[i+1])
+		}
+	}
+	return out
+}

@@ -1,0 +1,11 @@
+-- ack: ARGV[2] id, ARGV[3] token. {1} acked, {0} lease lost.
+--
+-- A successful ack leaves a tombstone {dq:NAME}:a:TOKEN for ackTombstoneMS,
+-- so an ack that is run again (go-redis retries a script whose reply was
+-- lost to a timeout) reports success instead of ErrLeaseLost. Lease tokens
+-- are unique per lease, so the tombstone answers for exactly this lease.
+--@include common
+--@include ack_one
+
+local now = now_ms()
+return {ack_one(ARGV[2], ARGV[3], now)}

@@ -1,0 +1,49 @@
+-- advance: KEYS sched, seq, wake, the registration's hash, and the item
+-- of each occurrence of the plan. ARGV[2] name, ARGV[3] generation and
+-- ARGV[4] watermark (ms) the plan was computed from, ARGV[5] the first
+-- occurrence the plan skips ("" if none), ARGV[6] "1" when the series ends
+-- after the plan, then pairs: an occurrence (ms) and its item id,
+-- increasing, each after the watermark. Returns {1, now} when done (the
+-- occurrences whose item exists are not enqueued again); {0, now, g, at,
+-- end} when the registration is not at that generation and watermark, or
+-- has ended (g 0: it is gone), and nothing is done; {2, now} when the
+-- watermark has not come yet; {3, now} when the occurrence the plan skips
+-- has not come yet by the Redis clock (compute the plan again).
+--
+-- The compare-and-set on the watermark is what makes the keepers' racing
+-- calls enqueue each occurrence once: the first sets the watermark to the
+-- last occurrence it enqueued, and the others find it moved.
+--@include common
+--@include rec
+
+local R = rec_key(ARGV[2])
+local f = redis.call('HMGET', R, 'g', 'at', 'end')
+local now = now_ms()
+if not f[1] then return {0, now, 0, 0, 0} end
+if tonumber(f[1]) ~= tonumber(ARGV[3]) or tonumber(f[2]) ~= tonumber(ARGV[4]) or f[3] then
+  local e = 0
+  if f[3] then e = 1 end
+  return {0, now, tonumber(f[1]), tonumber(f[2]), e}
+end
+if tonumber(f[2]) > now then return {2, now} end
+if ARGV[5] ~= '' and tonumber(ARGV[5]) > now then return {3, now} end
+local k = (#ARGV - 6) / 2
+local ex = {}
+for i = 1, k do ex[i] = redis.call('EXISTS', ARGV[1] .. ARGV[6 + 2 * i]) end
+local p = nil
+local mems, pv, last, lastid = {}, tonumber(f[2]), nil, nil
+for i = 1, k do
+  local due, id = tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
+  if ex[i] == 0 then
+    if not p then p = redis.call('HGET', R, 'p') or '' end
+    mems[occ_add(id, due, p, now)] = true
+  end
+  if last then pv = last end
+  last, lastid = due, id
+end
+if last then
+  redis.call('HSET', R, 'at', fmt(last), 'id', lastid, 'pv', fmt(pv))
+  arm(mems)
+end
+if ARGV[6] == '1' then redis.call('HSET', R, 'end', '1') end
+return {1, now}

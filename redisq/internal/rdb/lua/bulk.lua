@@ -1,0 +1,46 @@
+-- batch: ARGV[2] op, ARGV[3] limit, ARGV[4] offset (mark only). Ops:
+-- "purge_s" deletes the first scheduled items, "mark" marks in-flight items
+-- from offset as cancelled, "destroy_s"/"destroy_l"/"destroy_d" delete the
+-- first items of a state and count the keys deleted (Destroy: the item
+-- hashes, and the zset when the batch empties it). Returns {examined, size
+-- of the zset before, changed}.
+--@include common
+
+local op = ARGV[2]
+local lim = tonumber(ARGV[3])
+local off = tonumber(ARGV[4])
+local z = K_DEAD
+if op == 'purge_s' or op == 'destroy_s' then z = K_SCHED
+elseif op == 'mark' or op == 'destroy_l' then z = K_LEASE end
+if op ~= 'mark' then off = 0 end
+local card = redis.call('ZCARD', z)
+local mems = {}
+if off < card then
+  mems = redis.call('ZRANGE', z, string.format('%d', off), string.format('%d', off + lim - 1))
+end
+-- Every item hash is read before the first write (see the key layout).
+for _, mem in ipairs(mems) do redis.call('EXISTS', ARGV[1] .. string.sub(mem, 18)) end
+local changed = 0
+for _, mem in ipairs(mems) do
+  local id = string.sub(mem, 18)
+  local h = ARGV[1] .. id
+  if op == 'mark' then
+    if redis.call('HGET', h, 'can') ~= '1' then
+      redis.call('HSET', h, 'can', 1)
+      changed = changed + 1
+    end
+  elseif op == 'purge_s' then
+    redis.call('ZREM', z, mem)
+    redis.call('DEL', h)
+    changed = changed + 1
+  else
+    redis.call('ZREM', z, mem)
+    changed = changed + redis.call('DEL', h)
+  end
+end
+if op == 'purge_s' then
+  redis.call('HINCRBY', K_STATS, 'deleted', changed)
+elseif op ~= 'mark' and #mems > 0 and #mems == card then
+  changed = changed + 1 -- destroy emptied the zset, which deletes it
+end
+return {#mems, card, changed}

@@ -1,0 +1,16 @@
+-- cancel: ARGV[2] id, ARGV[3] request id. {0} not found, {1} removed, {2}
+-- in flight (marked; marking again changes nothing); a rerun of a request
+-- that removed the item returns {1}.
+--@include common
+
+local h = ARGV[1] .. ARGV[2]
+local f = redis.call('HMGET', h, 'st', 'mem')
+if not f[1] then return replay(nil, nil, true) or {0} end
+if f[1] == 'l' then
+  redis.call('HSET', h, 'can', 1)
+  return {2}
+end
+if f[1] == 's' then redis.call('ZREM', K_SCHED, f[2]) else redis.call('ZREM', K_DEAD, f[2]) end
+redis.call('DEL', h)
+redis.call('HINCRBY', K_STATS, 'cancelled', 1)
+return done_gone({1})

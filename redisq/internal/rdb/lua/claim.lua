@@ -1,0 +1,25 @@
+-- claim: ARGV[2] n, ARGV[3] visibility us, ARGV[4] max attempts (0 = no
+-- limit), ARGV[5] backoff base us, ARGV[6] backoff max us, ARGV[7] reclaim
+-- batch, ARGV[8] the caller's timer id (its Queue value), ARGV[9] "1" when
+-- the caller watches for due work this claim leaves (see timerState).
+-- Returns {now,
+-- next, timed, id, payload, attempts, due, token, deadline, ...} where next
+-- is ms until the earliest due item or lease deadline (-1: none, 0: work is
+-- waiting now; at most MAXWAIT) and timed is 1 when the caller's Queue now
+-- owns the timer and must act at next (claim, or ring the marker).
+-- Bounded whatever the arguments: at most scriptBatch expired leases and
+-- scriptBatch due items.
+--
+-- The common case costs few commands: one ZRANGE reads the lease head (and
+-- only an expired one leads to the reclaim loop), one ZRANGE reads the due
+-- items together with the next head, the claimed items leave sched in one
+-- ZREMRANGEBYRANK and enter lease in one ZADD, each item costs one HMGET and
+-- one HSET, and the timer is taken with one SET ... GET. The lease token is
+-- the member's sequence number, unique per lease since every return to
+-- sched takes a new member, and across Destroy since a new sequence starts
+-- at Redis TIME in microseconds, past every number of the destroyed one.
+--@include common
+--@include lateness
+
+local now, frac = now_ms()
+--@include claim

@@ -1,0 +1,15 @@
+-- extend: ARGV[2] id, ARGV[3] token, ARGV[4] us. {1, deadline} or {0}.
+--
+-- A deadline made earlier than the timer's (see timerState; an Extend
+-- shorter than what is left of the lease) is an event nobody acts at: the
+-- owner waits for its later deadline and the others wait on the marker. So
+-- it rings the marker, and the claim that follows takes the timer for it.
+-- A usual extension moves the deadline later and costs one GET more.
+--@include common
+--@include lease_only
+
+local dl = after(now, frac, tonumber(ARGV[4]))
+redis.call('ZADD', K_LEASE, 'XX', dl, f[4])
+redis.call('HSET', h, 'dl', dl)
+if dl < tonumber(f[3]) and dl < timer_deadline() then redis.call('ZADD', K_WAKE, 0, 'w') end
+return {1, dl}

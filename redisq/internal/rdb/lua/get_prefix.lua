@@ -1,0 +1,19 @@
+-- get prefix: ARGV[2] id, ARGV[3] max. Returns {now} when not found, else
+-- {now, item} where the payload is cut to max bytes, and not read at all
+-- (HSTRLEN sizes it) when max is 0 or it is longer than MaxPrefixScan.
+--@include common
+--@include item
+
+local out = {(now_ms())}
+local h = ARGV[1] .. ARGV[2]
+local f = redis.call('HMGET', h, 'st', 'mem')
+if not f[1] then return out end
+local score = redis.call('ZSCORE', zset_of(f[1]), f[2]) or ''
+append_item(out, ARGV[2], score, false)
+local size, max = out[#out - 1], tonumber(ARGV[3])
+if max > 0 and size > 0 and size <= {{MAX_PREFIX_SCAN}} then
+  local p = redis.call('HGET', h, 'p') or ''
+  if #p > max then p = string.sub(p, 1, max) end
+  out[#out] = p
+end
+return out

@@ -1,0 +1,110 @@
+-- luaClaim is the body of the claim scripts, after now and frac are set
+-- from Redis TIME (see now_ms).
+
+-- A paused queue (see Pause) leases nothing and takes no timer: its
+-- consumers wait on the marker, which Resume rings.
+if redis.call('HEXISTS', K_SEQ, 'paused') == 1 then return {now, -1, 0} end
+local mp = ARGV[1]
+local n = math.min(tonumber(ARGV[2]), {{SCRIPT_BATCH}})
+local rearm = false
+local lh = redis.call('ZRANGE', K_LEASE, 0, 0, 'WITHSCORES')
+if lh[1] and tonumber(lh[2]) <= now then
+  local maxatt = tonumber(ARGV[4])
+  local base = tonumber(ARGV[5])
+  local bmax = tonumber(ARGV[6])
+  local rb = math.min(tonumber(ARGV[7]), {{SCRIPT_BATCH}})
+  local exp = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, rb)
+  -- Every item hash is read before the first write (see the key layout).
+  local fs = {}
+  for i, mem in ipairs(exp) do fs[i] = redis.call('HMGET', mp .. string.sub(mem, 18), 'att', 'can') end
+  for i, mem in ipairs(exp) do
+    local id = string.sub(mem, 18)
+    local h = mp .. id
+    redis.call('ZREM', K_LEASE, mem)
+    local f = fs[i]
+    local att = tonumber(f[1]) or 0
+    if f[2] == '1' then
+      redis.call('DEL', h)
+      redis.call('HINCRBY', K_STATS, 'cancelled', 1)
+    elseif maxatt > 0 and att >= maxatt then
+      to_dead(h, mem, now, 'max attempts: lease expired')
+    else
+      to_sched(h, id, after(now, frac, backoff(att, base, bmax)))
+      redis.call('HINCRBY', K_STATS, 'expired', 1)
+    end
+  end
+  if #exp == rb then rearm = true end
+  lh = redis.call('ZRANGE', K_LEASE, 0, 0, 'WITHSCORES')
+end
+local out = {now, -1, 0}
+local sch = redis.call('ZRANGE', K_SCHED, 0, n, 'WITHSCORES')
+local k = 0
+while k < n and sch[2 * k + 1] and tonumber(sch[2 * k + 2]) <= now do k = k + 1 end
+local dl = after(now, frac, tonumber(ARGV[3]))
+if k > 0 then
+  -- Every item hash is read before the first write (see the key layout).
+  local fs = {}
+  for i = 1, k do fs[i] = redis.call('HMGET', mp .. string.sub(sch[2 * i - 1], 18), 'p', 'att') end
+  -- The first write, so that nothing is leased if it failed (it cannot:
+  -- see stats.go).
+  record_lateness(sch, k, now)
+  local z = {}
+  for i = 1, k do
+    local mem = sch[2 * i - 1]
+    local id = string.sub(mem, 18)
+    local h = mp .. id
+    local tok = string.sub(mem, 1, 16)
+    local f = fs[i]
+    local att = (tonumber(f[2]) or 0) + 1
+    redis.call('HSET', h, 'st', 'l', 'tok', tok, 'dl', dl, 'att', att)
+    z[2 * i - 1] = dl
+    z[2 * i] = mem
+    out[#out + 1] = id
+    out[#out + 1] = f[1]
+    out[#out + 1] = att
+    out[#out + 1] = tonumber(sch[2 * i])
+    out[#out + 1] = tok
+    out[#out + 1] = dl
+  end
+  redis.call('ZREMRANGEBYRANK', K_SCHED, 0, k - 1)
+  redis.call('ZADD', K_LEASE, unpack(z))
+end
+local nxt = -1
+if sch[2 * k + 1] then
+  local d = tonumber(sch[2 * k + 2]) - now
+  -- Due work is left: wake a waiter for it, unless this claim leased
+  -- items and the caller watches for it (its Queue rings the marker
+  -- unless one of its consumers claims again first).
+  if d <= 0 then d = 0; if n > 0 and (k == 0 or ARGV[9] ~= '1') then rearm = true end end
+  nxt = d
+end
+local lhd = nil
+if lh[1] then lhd = tonumber(lh[2]) end
+if k > 0 and (not lhd or dl < lhd) then lhd = dl end
+if lhd then
+  local d = lhd - now
+  if d < 0 then d = 0 end
+  if nxt < 0 or d < nxt then nxt = d end
+end
+if nxt > MAXWAIT then nxt = MAXWAIT end
+-- One Queue at a time owns the timer (value "ID|deadline ms") and acts at
+-- the deadline; the others' waiters wait on the marker. Take it unless
+-- another Queue acts no later than we would.
+local timed = 0
+if nxt > 0 then
+  local at = now + nxt
+  local old = redis.call('SET', K_TIMER, ARGV[8] .. '|' .. string.format('%d', at), 'PX', string.format('%d', nxt), 'GET')
+  timed = 1
+  if old then
+    local bar = string.find(old, '|', 1, true)
+    local odl = bar and tonumber(string.sub(old, bar + 1))
+    if odl and string.sub(old, 1, bar - 1) ~= ARGV[8] and odl > now and odl <= at then
+      redis.call('SET', K_TIMER, old, 'PX', string.format('%d', odl - now))
+      timed = 0
+    end
+  end
+end
+if rearm then redis.call('ZADD', K_WAKE, 0, 'w') end
+out[2] = nxt
+out[3] = timed
+return out

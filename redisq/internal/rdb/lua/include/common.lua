@@ -1,0 +1,186 @@
+-- The keys of a queue named NAME all carry the hash tag {dq:NAME}, so they
+-- live in one Cluster slot. Every script names them from ARGV[1], the item
+-- hash prefix "{dq:NAME}:m:" (luaKeys):
+--
+-- 	K_SCHED  {dq:NAME}:sched  zset member -> due ms
+-- 	K_LEASE  {dq:NAME}:lease  zset member -> lease deadline ms
+-- 	K_DEAD   {dq:NAME}:dead   zset member -> time of death ms
+-- 	K_WAKE   {dq:NAME}:wake   marker zset (member "w")
+-- 	K_STATS  {dq:NAME}:stats  hash of counters (Enqueued and Delivered are
+-- 	                          derived: from seq and from late, so the hot
+-- 	                          paths skip a write)
+-- 	K_SEQ    {dq:NAME}:seq    hash: the sequence of members and lease tokens,
+-- 	                          starting at Redis TIME in microseconds (see
+-- 	                          next_seq), and "paused" while the queue is paused
+-- 	K_TIMER  {dq:NAME}:timer  string with a TTL: who acts at the next due time
+-- 	K_LATE   {dq:NAME}:late   hash: lateness histogram of deliveries (stats.go)
+--
+-- plus the item hashes {dq:NAME}:m:ID, ack tombstones {dq:NAME}:a:TOKEN and
+-- request replies {dq:NAME}:r:RID.
+--
+-- KEYS declares what a call touches, for Redis Cluster, and nothing more
+-- (see script and Queue.run): a key declared but absent while the slot
+-- migrates makes Redis answer TRYAGAIN before the script runs, so a key
+-- that most calls do not touch is not declared. The keys a script finds
+-- only as it runs (the item hashes behind zset members, in claims and bulk
+-- calls) cannot be declared: such a script reads every one of them before
+-- its first write of the items concerned, so that a key already moved to
+-- another node aborts it ("non local key") before it changed anything, and
+-- the call is retried like TRYAGAIN. Scripts never read KEYS.
+--
+-- A zset member is "%016.0f" of a sequence number, ":" and the id. Equal
+-- scores order members lexicographically, and the zero-padded sequence makes
+-- that order the order of Enqueue/Reschedule/Nack: FIFO among equal due
+-- times. The id is string.sub(member, 18).
+--
+-- Time always comes from redis.call('TIME'); Redis 7 replicates scripts by
+-- effects, so this is allowed and deterministic on replicas and in the AOF.
+--
+-- Scores and stored times are whole milliseconds, but "never early" is kept
+-- to the microsecond: now_ms returns TIME rounded down to the millisecond
+-- (an item is due when its score <= now) and the microseconds past it, and
+-- after() rounds TIME + a delay in microseconds up. So a due time or lease
+-- deadline computed from a delay d is never before TIME + d, and the claim
+-- that delivers it runs at or after it.
+--
+-- Numbers passed to redis.call are formatted with "%.17g", so any value of
+-- 1e17 or more would reach Redis as "1e+17", which integer arguments (SET PX)
+-- reject. Scores are clamped to MAXDUE (2^53-1 ms, the largest integer a Lua
+-- number holds exactly, about year 287,000) and the timer TTL to MAXWAIT.
+--@include keys
+
+local MAXDUE = {{MAXDUE}}
+local MAXWAIT = 86400000
+local function now_ms()
+  local t = redis.call('TIME')
+  local us = tonumber(t[2])
+  return tonumber(t[1]) * 1000 + math.floor(us / 1000), us % 1000
+end
+-- after returns the first whole ms at or after now (ms) + frac (us) + d (us).
+local function after(now, frac, d)
+  local due = now + math.floor((frac + d + 999) / 1000)
+  if due > MAXDUE then due = MAXDUE end
+  return due
+end
+local function clamp_due(due)
+  if due > MAXDUE then return MAXDUE end
+  if due < -MAXDUE then return -MAXDUE end
+  return due
+end
+-- next_seq takes k sequence numbers and returns the last. The sequence is
+-- the hash K_SEQ: n the last number taken, s0 where it started, r how
+-- many numbers went to items already in the queue (to_sched), so that
+-- n - s0 - r counts the new items and Enqueue needs no counter of its own.
+-- A new sequence (a new or destroyed queue) starts at TIME in microseconds,
+-- not 1, so a queue created again never hands out a token of its previous
+-- life; NEW_LIFE tells the caller, which registers the name (see
+-- newScript).
+local function next_seq(k)
+  local seq = redis.call('HINCRBY', K_SEQ, 'n', k)
+  if seq == k then
+    local t = redis.call('TIME')
+    local s0 = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    seq = s0 + k
+    redis.call('HSET', K_SEQ, 'n', string.format('%d', seq), 's0', string.format('%d', s0))
+    NEW_LIFE = 1
+  end
+  return seq
+end
+local function new_member(id)
+  return string.format('%016.0f', next_seq(1)) .. ':' .. id
+end
+-- timer_deadline is the deadline the timer's owner acts at (K_TIMER holds
+-- "ID|deadline ms"), or MAXDUE when nobody owns it.
+local function timer_deadline()
+  local v = redis.call('GET', K_TIMER)
+  local bar = v and string.find(v, '|', 1, true)
+  return bar and tonumber(string.sub(v, bar + 1)) or MAXDUE
+end
+local function arm_if_head(mem)
+  local head = redis.call('ZRANGE', K_SCHED, 0, 0)
+  if head[1] == mem then redis.call('ZADD', K_WAKE, 0, 'w') end
+end
+local function backoff(att, base, max)
+  if base <= 0 or att < 1 then return 0 end
+  local d = base
+  for _ = 2, att do
+    d = d * 2
+    if d >= max then return max end
+  end
+  if d > max then d = max end
+  return d
+end
+-- to_dead moves a leased/scheduled item (already removed from its zset,
+-- where its member was mem) to dead, recording why it died. It takes a new
+-- member, so that the dead set's members are in order of death (by time,
+-- then sequence) and a sequence number taken before a bulk call tells the
+-- items dead before it (see scriptBulkDead); like to_sched, the number is
+-- not a new item's.
+local function to_dead(h, mem, now, why, ...)
+  redis.call('HINCRBY', K_SEQ, 'r', 1)
+  local dm = new_member(string.sub(mem, 18))
+  redis.call('ZADD', K_DEAD, now, dm)
+  redis.call('HSET', h, 'st', 'd', 'mem', dm, 'tok', '', 'dl', 0, 'why', why, ...)
+  redis.call('HINCRBY', K_STATS, 'dead', 1)
+end
+-- sched_new puts an item (already removed from its zset, or new) in sched
+-- at due under a new member; extra arguments are more hash fields and
+-- values to set.
+local function sched_new(h, id, due, ...)
+  local mem = new_member(id)
+  redis.call('ZADD', K_SCHED, due, mem)
+  redis.call('HSET', h, 'st', 's', 'due', due, 'mem', mem, 'tok', '', 'dl', 0, ...)
+  arm_if_head(mem)
+  return mem
+end
+-- to_sched is sched_new for an item the queue already counted: it takes a
+-- sequence number that is not a new item's (see next_seq).
+local function to_sched(h, id, due, ...)
+  redis.call('HINCRBY', K_SEQ, 'r', 1)
+  return sched_new(h, id, due, ...)
+end
+-- Request ids (see runOnce): the idempotent scripts get a request id as
+-- their last argument and leave their reply where a rerun of the same call
+-- finds it. A reply that keeps the item is stored in the item hash itself
+-- (fields rq = request id, rr = reply), in the HSET the script does anyway;
+-- one that deletes the item costs one SET of {dq:NAME}:r:RID with a TTL.
+-- A rerun that finds the item changed by its own first run returns replay().
+local function enc(r)
+  local t = {}
+  for i, v in ipairs(r) do t[i] = string.format('%d', v) end
+  return table.concat(t, ',')
+end
+local function dec(v)
+  local r = {}
+  for x in string.gmatch(v, '[^,]+') do r[#r + 1] = tonumber(x) end
+  return r
+end
+local function rid_key()
+  return string.sub(ARGV[1], 1, -3) .. 'r:' .. ARGV[#ARGV]
+end
+-- done_gone stores the reply r of a call that deleted the item.
+local function done_gone(r)
+  redis.call('SET', rid_key(), enc(r), 'PX', {{TOMB_MS}})
+  return r
+end
+-- replay returns the stored reply of this call's first run, or nil: rq and
+-- rr are the item's fields (nil when the item is gone).
+local function replay(rq, rr, gone)
+  if rq == ARGV[#ARGV] and rr then return dec(rr) end
+  if gone then
+    local v = redis.call('GET', rid_key())
+    if v then return dec(v) end
+  end
+  return nil
+end
+-- unsched takes a scheduled or dead item out of its zset, for to_sched; a
+-- dead item is revived: attempts reset, reason dropped.
+local function unsched(h, st, mem)
+  if st == 's' then
+    redis.call('ZREM', K_SCHED, mem)
+  else
+    redis.call('ZREM', K_DEAD, mem)
+    redis.call('HSET', h, 'att', 0)
+    redis.call('HDEL', h, 'why')
+  end
+end

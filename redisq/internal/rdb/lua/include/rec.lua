@@ -1,0 +1,26 @@
+-- luaRec is luaCommon (which names the queue's keys from ARGV[1]) and what
+-- the recurring scripts share: the registration's key, occ_add, which
+-- writes an occurrence's item as Enqueue does (the same hash fields, a
+-- member from the queue's sequence, so that Stats counts it as enqueued),
+-- arm, which rings the wake marker when one of the new members is the head
+-- of sched, and changed, which adds an entry to the change feed. Each
+-- script declares in KEYS exactly the keys it may touch, and reads a key
+-- it finds while running (an item behind the registration's id field)
+-- before its first write.
+
+local K_RECS, K_RECX = K_PREFIX .. 'recs', K_PREFIX .. 'recx'
+local function rec_key(name) return K_PREFIX .. 'rec:' .. name end
+local function fmt(x) return string.format('%d', x) end
+local function occ_add(id, due, p, now)
+  local mem = new_member(id)
+  redis.call('HSET', ARGV[1] .. id, 'p', p, 'due', fmt(due), 'att', 0, 'st', 's', 'mem', mem, 'enq', fmt(now))
+  redis.call('ZADD', K_SCHED, fmt(due), mem)
+  return mem
+end
+local function arm(mems)
+  local head = redis.call('ZRANGE', K_SCHED, 0, 0)
+  if head[1] and mems[head[1]] then redis.call('ZADD', K_WAKE, 0, 'w') end
+end
+local function changed(name)
+  redis.call('XADD', K_RECX, 'MAXLEN', '100', '*', 'n', name)
+end

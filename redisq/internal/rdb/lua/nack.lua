@@ -1,0 +1,29 @@
+-- nack: ARGV[2] id, ARGV[3] token, ARGV[4] delay us (-1 = backoff policy),
+-- ARGV[5] max attempts, ARGV[6] backoff base us, ARGV[7] backoff max us,
+-- ARGV[8] the caller's reason, recorded if the item dies (empty: none),
+-- ARGV[9] request id. {0} lease lost, {1, due} rescheduled, {2}
+-- dead-lettered, {3} deleted because it was cancelled while in flight; a
+-- rerun of the same request returns the first run's reply.
+--@include common
+--@include lease
+
+redis.call('ZREM', K_LEASE, f[4])
+redis.call('HINCRBY', K_STATS, 'nacked', 1)
+if f[6] == '1' then
+  redis.call('DEL', h)
+  redis.call('HINCRBY', K_STATS, 'cancelled', 1)
+  return done_gone({3})
+end
+local att = tonumber(f[5]) or 0
+local maxatt = tonumber(ARGV[5])
+if maxatt > 0 and att >= maxatt then
+  local why = 'max attempts: nacked'
+  if ARGV[8] and ARGV[8] ~= '' then why = 'max attempts: ' .. ARGV[8] end
+  to_dead(h, f[4], now, why, 'rq', ARGV[9], 'rr', '2')
+  return {2}
+end
+local delay = tonumber(ARGV[4])
+if delay < 0 then delay = backoff(att, tonumber(ARGV[6]), tonumber(ARGV[7])) end
+local due = after(now, frac, delay)
+to_sched(h, ARGV[2], due, 'rq', ARGV[9], 'rr', enc({1, due}))
+return {1, due}

@@ -1,0 +1,9 @@
+-- get registration: KEYS the registration's hash. ARGV[2] name. Returns
+-- {now, registration} with the payload, or {now} when not found.
+--@include common
+--@include rec
+--@include reg_out
+
+local out = {(now_ms())}
+reg_out(out, ARGV[2], true)
+return out

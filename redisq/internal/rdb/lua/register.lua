@@ -1,0 +1,65 @@
+-- register: KEYS sched, wake, stats, seq, the registration's hash, recs,
+-- recx, and the items of ARGV[8] and ARGV[10]. ARGV[2] name, ARGV[3] the
+-- schedule's text, ARGV[4] payload, ARGV[5] catch-up bound, ARGV[6]
+-- version, ARGV[7] and ARGV[8] the first occurrence (ms) and its item id
+-- if the registration is new, ARGV[9] and ARGV[10] if it exists (the first
+-- after now), ARGV[11] request id. Returns {code, now, at, x}: 1 created
+-- or 2 updated (at the first occurrence), 3 unchanged, 4 stale (x the
+-- stored version), 5 retry (the first occurrence given is not after the
+-- last one that has come, x: compute it again after x); a rerun of the
+-- request returns its first reply (rq, rr in the registration's hash).
+--
+-- An update cancels the item of the last occurrence enqueued if it is
+-- still scheduled and not yet due (that occurrence of the old registration
+-- has not come), and keeps the watermark's promise: an occurrence that has
+-- come is never enqueued again.
+--@include common
+--@include rec
+
+local R = rec_key(ARGV[2])
+local f = redis.call('HMGET', R, 's', 'p', 'cu', 'v', 'g', 'id', 'at', 'pv', 'rq', 'rr')
+local now = now_ms()
+local again = replay(f[9], f[10], false)
+if again then return {again[1], now, again[2], 0} end
+local code, first, fid, g, pv = 1, tonumber(ARGV[7]), ARGV[8], 1, nil
+local old = nil
+if f[1] then
+  local v = tonumber(f[4])
+  if tonumber(ARGV[6]) < v then
+    redis.call('HSET', R, 'sn', fmt(now))
+    return {4, now, tonumber(f[7]), v}
+  end
+  if f[1] == ARGV[3] and f[2] == ARGV[4] and f[3] == ARGV[5] then
+    redis.call('HSET', R, 'sn', fmt(now))
+    if tonumber(ARGV[6]) > v then redis.call('HSET', R, 'v', ARGV[6]) end
+    return {3, now, tonumber(f[7]), 0}
+  end
+  code, first, fid, g = 2, tonumber(ARGV[9]), ARGV[10], tonumber(f[5]) + 1
+  local at = tonumber(f[7])
+  if at <= now then
+    if first <= at then return {5, now, at, at} end
+    pv = at
+  end
+  -- Found while running: read before the first write.
+  if f[6] then old = redis.call('HMGET', ARGV[1] .. f[6], 'st', 'mem', 'due') end
+end
+local exists = redis.call('EXISTS', ARGV[1] .. fid) == 1
+if old and old[1] == 's' and tonumber(old[3]) > now then
+  redis.call('ZREM', K_SCHED, old[2])
+  redis.call('DEL', ARGV[1] .. f[6])
+  redis.call('HINCRBY', K_STATS, 'cancelled', 1)
+  if f[6] == fid then exists = false end
+end
+if not exists then
+  local m = {}
+  m[occ_add(fid, first, ARGV[4], now)] = true
+  arm(m)
+end
+redis.call('HSET', R, 's', ARGV[3], 'p', ARGV[4], 'cu', ARGV[5], 'v', ARGV[6], 'g', fmt(g), 'ut', fmt(now),
+  'at', fmt(first), 'id', fid, 'sn', fmt(now), 'rq', ARGV[#ARGV], 'rr', enc({code, first}))
+redis.call('HDEL', R, 'end')
+if code == 1 then redis.call('HSET', R, 'ct', fmt(now)) end
+if pv then redis.call('HSET', R, 'pv', fmt(pv)) end
+redis.call('ZADD', K_RECS, 0, ARGV[2])
+changed(ARGV[2])
+return {code, now, first, 0}

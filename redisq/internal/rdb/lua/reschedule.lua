@@ -1,0 +1,17 @@
+-- reschedule: ARGV[2] id, ARGV[3] "at" (ARGV[4] due ms) or "after" (ARGV[4]
+-- delay us).
+-- {0} not found, {1, due} moved, {2} in flight. A dead item is revived with
+-- attempts reset to 0.
+--@include common
+
+local h = ARGV[1] .. ARGV[2]
+local f = redis.call('HMGET', h, 'st', 'mem')
+if not f[1] then return {0} end
+if f[1] == 'l' then return {2} end
+local now, frac = now_ms()
+local due = tonumber(ARGV[4])
+if ARGV[3] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
+unsched(h, f[1], f[2])
+to_sched(h, ARGV[2], due)
+redis.call('HINCRBY', K_STATS, 'rescheduled', 1)
+return {1, due}

@@ -1,0 +1,41 @@
+-- run now: KEYS the item's hash, and for an id that names an occurrence
+-- (ARGV[3] not empty) the registration's hash and the extra run's item.
+-- ARGV[2] id, ARGV[3] the registration name the id names ("" if none),
+-- ARGV[4] the extra run's id, ARGV[5] the Redis time (ms) it is named
+-- after and due at. Returns {0} not found, {2} in flight, {1, due} moved to due now,
+-- {3, due} a dead item revived, {4, due} already due (left in place), {5}
+-- the extra run's id exists (name it after another ms), {6, due} an extra
+-- run enqueued for the registration's pending occurrence, which is left in
+-- place.
+--@include common
+--@include rec
+--@include revive
+
+local h = ARGV[1] .. ARGV[2]
+local f = redis.call('HMGET', h, 'st', 'mem', 'due', 'p')
+if not f[1] then return {0} end
+if f[1] == 'l' then return {2} end
+local now = now_ms()
+if f[1] == 'd' then
+  revive(h, ARGV[2], f[2], now)
+  return {3, now}
+end
+local due = tonumber(f[3])
+if due <= now then return {4, due} end
+if ARGV[3] ~= '' then
+  local R = rec_key(ARGV[3])
+  if redis.call('HGET', R, 'id') == ARGV[2] then
+    if redis.call('EXISTS', ARGV[1] .. ARGV[4]) == 1 then return {5} end
+    -- Due at the time it is named after: TIME read just before.
+    local at = tonumber(ARGV[5])
+    local m = {}
+    m[occ_add(ARGV[4], at, f[4] or '', now)] = true
+    arm(m)
+    redis.call('HSET', R, 'rn', fmt(at))
+    return {6, at}
+  end
+end
+unsched(h, 's', f[2])
+to_sched(h, ARGV[2], now)
+redis.call('HINCRBY', K_STATS, 'rescheduled', 1)
+return {1, now}

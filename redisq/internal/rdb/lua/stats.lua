@@ -1,0 +1,15 @@
+-- stats: {now, scheduled, due, headScore|nil, leased, dead, {k1, v1, ...}
+-- counters, {bound, count, ...} lateness}. The head score is nil (Lua
+-- false) when sched is empty: every integer is a possible score.
+--@include common
+
+local now = now_ms()
+local head = redis.call('ZRANGE', K_SCHED, 0, 0, 'WITHSCORES')
+local hs = false
+if head[1] then hs = tonumber(head[2]) end
+local out = {now, redis.call('ZCARD', K_SCHED), redis.call('ZCOUNT', K_SCHED, '-inf', now), hs,
+  redis.call('ZCARD', K_LEASE), redis.call('ZCARD', K_DEAD)}
+out[7] = redis.call('HGETALL', K_STATS)
+out[8] = redis.call('HGETALL', K_LATE)
+out[9] = redis.call('HMGET', K_SEQ, 'n', 's0', 'r', 'paused')
+return out

@@ -1,0 +1,212 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+)
+
+var (
+	scriptRegister   = newScript("register", kSched, kWake, kStats, kSeq).acked()
+	scriptUnregister = newScript("unregister", kSched, kStats).withRID().acked()
+	scriptRecList    = newScript("rec_list")
+	scriptRecGet     = newScript("rec_get")
+	scriptAdvance    = newScript("advance", kSched, kSeq, kWake).acked()
+	scriptSeen       = newScript("seen")
+)
+
+// RegisterArgs is one Register (lua/register.lua): the definition, and
+// the first occurrence (ms) with its item id for a new registration
+// (First, FirstID) and for one that exists and changes (Update, UpdateID).
+type RegisterArgs struct {
+	Name, Spec string
+	Payload    []byte
+	CatchUp    int
+	Version    int64
+	First      int64
+	FirstID    string
+	Update     int64
+	UpdateID   string
+}
+
+// RegisterReply: Code 1 created, 2 updated, 3 unchanged, 4 stale, 5 retry
+// after RetryAfter (ms: the first occurrence given is not after the last
+// one that has come).
+type RegisterReply struct {
+	Code       int
+	RetryAfter int64
+}
+
+// Register creates, changes or confirms a registration.
+func (r *Runner) Register(ctx context.Context, a RegisterArgs) (RegisterReply, error) {
+	extra := []string{r.Keys.Rec(a.Name), r.Keys.Recs, r.Keys.Recx, r.Keys.Item(a.FirstID), r.Keys.Item(a.UpdateID)}
+	res, err := r.runOnce(ctx, scriptRegister, extra, a.Name, a.Spec, a.Payload, strconv.Itoa(a.CatchUp),
+		strconv.FormatInt(a.Version, 10), a.First, a.FirstID, a.Update, a.UpdateID)
+	if err != nil {
+		return RegisterReply{}, err
+	}
+	code := int(toInt(res[0]))
+	switch code {
+	case 1, 2, 3, 4:
+		return RegisterReply{Code: code}, nil
+	case 5:
+		return RegisterReply{Code: 5, RetryAfter: max(toInt(res[1]), toInt(res[3]))}, nil
+	}
+	return RegisterReply{}, errUnexpected("register", res)
+}
+
+// Unregister removes a registration (lua/unregister.lua): found false when
+// there is none; cancelled when the item of its last occurrence was
+// scheduled and is cancelled.
+func (r *Runner) Unregister(ctx context.Context, name string) (found, cancelled bool, err error) {
+	res, err := r.runOnce(ctx, scriptUnregister, []string{r.Keys.Rec(name), r.Keys.Recs, r.Keys.Recx}, name)
+	if err != nil {
+		return false, false, err
+	}
+	if toInt(res[0]) == 0 {
+		return false, false, nil
+	}
+	return true, toInt(res[1]) == 1, nil
+}
+
+// Reg is one registration as the scripts read it (see reg_out in
+// lua/include/reg_out.lua); times in ms.
+type Reg struct {
+	Name, Spec, ID   string
+	CatchUp          int
+	Version          int64
+	Created, Updated int64
+	Gen              int64
+	At, Prev         int64 // the watermark, and the occurrence before it
+	HasPrev, Ended   bool
+	Extra, Seen      int64  // the last extra run and the last sighting (0: none)
+	ItemState        string // the state code of the item of ID ("" when it is gone)
+	ItemDue          int64
+	Size             int64
+	Payload          string
+}
+
+// regFields is the number of reply elements per registration of reg_out.
+const regFields = 17
+
+func regsOf(res []interface{}) []Reg {
+	var regs []Reg
+	for i := 0; i+regFields <= len(res); i += regFields {
+		s := func(j int) string { v, _ := res[i+j].(string); return v }
+		n := func(j int) int64 { return toInt(res[i+j]) }
+		regs = append(regs, Reg{
+			Name: s(0), Spec: s(1), CatchUp: int(n(2)), Version: n(3), Created: n(4), Updated: n(5),
+			Gen: n(6), At: n(7), Prev: n(8), HasPrev: s(8) != "", Ended: s(9) == "1", ID: s(10),
+			Extra: n(11), Seen: n(12), ItemState: s(13), ItemDue: ToMS(res[i+14]),
+			Size: n(15), Payload: s(16),
+		})
+	}
+	return regs
+}
+
+// RegPage is one page of RecList.
+type RegPage struct {
+	Now  int64
+	Feed string // the change feed's last entry id ("0-0" if none)
+	Read int    // names read
+	Last string // the last of them
+	Regs []Reg
+}
+
+// RecList reads up to n registrations after the name after ("" for the
+// first), without payloads (lua/rec_list.lua).
+func (r *Runner) RecList(ctx context.Context, after string, n int) (RegPage, error) {
+	res, err := r.run(ctx, scriptRecList, []string{r.Keys.Recs, r.Keys.Recx}, after, n)
+	if err != nil {
+		return RegPage{}, err
+	}
+	return RegPage{Now: toInt(res[0]), Feed: fmt.Sprint(res[1]), Read: int(toInt(res[2])), Last: fmt.Sprint(res[3]), Regs: regsOf(res[4:])}, nil
+}
+
+// RecGet reads one registration with its payload (lua/rec_get.lua).
+func (r *Runner) RecGet(ctx context.Context, name string) (now int64, reg Reg, ok bool, err error) {
+	res, err := r.run(ctx, scriptRecGet, []string{r.Keys.Rec(name)}, name)
+	if err != nil {
+		return 0, Reg{}, false, err
+	}
+	regs := regsOf(res[1:])
+	if len(regs) == 0 {
+		return toInt(res[0]), Reg{}, false, nil
+	}
+	return toInt(res[0]), regs[0], true, nil
+}
+
+// Occurrence is one occurrence to enqueue: its time (ms) and item id.
+type Occurrence struct {
+	At int64
+	ID string
+}
+
+// AdvanceArgs is a keeper's plan for one registration (lua/advance.lua):
+// the generation and watermark it was computed from, the first occurrence
+// it skips (HasSkip), whether the series ends after it, and the
+// occurrences to enqueue, increasing, each after the watermark.
+type AdvanceArgs struct {
+	Name    string
+	Gen, At int64
+	Skip    int64
+	HasSkip bool
+	End     bool
+	Occ     []Occurrence
+}
+
+// AdvanceReply: Code 1 done, 0 the registration is not at that generation
+// and watermark or has ended (Gen 0: it is gone; Gen, At and Ended as
+// stored), 2 the watermark has not come yet, 3 the skipped occurrence has
+// not come yet by the Redis clock.
+type AdvanceReply struct {
+	Code    int
+	Now     int64
+	Gen, At int64
+	Ended   bool
+}
+
+// Advance enqueues a registration's next occurrences, once whatever the
+// number of keepers racing (a compare-and-set on the watermark).
+func (r *Runner) Advance(ctx context.Context, a AdvanceArgs) (AdvanceReply, error) {
+	keys := make([]string, 0, 1+len(a.Occ))
+	keys = append(keys, r.Keys.Rec(a.Name))
+	args := make([]interface{}, 0, 5+2*len(a.Occ))
+	skip, end := "", "0"
+	if a.HasSkip {
+		skip = strconv.FormatInt(a.Skip, 10)
+	}
+	if a.End {
+		end = "1"
+	}
+	args = append(args, a.Name, a.Gen, a.At, skip, end)
+	for _, o := range a.Occ {
+		keys = append(keys, r.Keys.Item(o.ID))
+		args = append(args, o.At, o.ID)
+	}
+	res, err := r.run(ctx, scriptAdvance, keys, args...)
+	if err != nil {
+		return AdvanceReply{}, err
+	}
+	rep := AdvanceReply{Code: int(toInt(res[0])), Now: toInt(res[1])}
+	switch rep.Code {
+	case 1, 2, 3:
+	case 0:
+		rep.Gen, rep.At, rep.Ended = toInt(res[2]), toInt(res[3]), toInt(res[4]) == 1
+	default:
+		return AdvanceReply{}, fmt.Errorf("redisq: advance: unexpected reply %v", res)
+	}
+	return rep, nil
+}
+
+// Seen records Redis TIME as the sighting of the registrations names that
+// exist (lua/seen.lua).
+func (r *Runner) Seen(ctx context.Context, names []string) error {
+	keys := make([]string, len(names))
+	args := make([]interface{}, len(names))
+	for i, n := range names {
+		keys[i], args[i] = r.Keys.Rec(n), n
+	}
+	_, err := r.run(ctx, scriptSeen, keys, args...)
+	return err
+}
