@@ -71,13 +71,13 @@ func (r *Runner) Upsert(ctx context.Context, id string, payload []byte, w When) 
 type RunNowCode int
 
 const (
-	RunNowNotFound RunNowCode = iota
-	RunNowMoved               // made due now
-	RunNowInFlight            // a consumer holds it
-	RunNowRequeued            // a dead item revived
-	RunNowAlreadyDue          // left in its place
-	RunNowTaken               // the extra run's id exists: name it after another ms
-	RunNowExtra               // an extra run of the pending occurrence enqueued
+	RunNowNotFound   RunNowCode = iota
+	RunNowMoved                 // made due now
+	RunNowInFlight              // a consumer holds it
+	RunNowRequeued              // a dead item revived
+	RunNowAlreadyDue            // left in its place
+	RunNowTaken                 // the extra run's id exists: name it after another ms
+	RunNowExtra                 // an extra run of the pending occurrence enqueued
 )
 
 // RunNowArgs: an item to run now, and, when its id names the occurrence of

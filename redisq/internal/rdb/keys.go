@@ -68,11 +68,11 @@ func QueueKeys(name string) Keys {
 
 // The keys named by an id: an item's hash, a lease's ack tombstone, a
 // request's reply, a registration's hash, a worker's heartbeat.
-func (k *Keys) Item(id string) string     { return k.Items + id }
-func (k *Keys) Tomb(token string) string  { return k.Prefix + "a:" + token }
-func (k *Keys) Reply(rid string) string   { return k.Prefix + "r:" + rid }
-func (k *Keys) Rec(name string) string    { return k.Prefix + "rec:" + name }
-func (k *Keys) Worker(id string) string   { return k.Prefix + "wk:" + id }
+func (k *Keys) Item(id string) string      { return k.Items + id }
+func (k *Keys) Tomb(token string) string   { return k.Prefix + "a:" + token }
+func (k *Keys) Reply(rid string) string    { return k.Prefix + "r:" + rid }
+func (k *Keys) Rec(name string) string     { return k.Prefix + "rec:" + name }
+func (k *Keys) Worker(id string) string    { return k.Prefix + "wk:" + id }
 func (k *Keys) Private(inst string) string { return k.Prefix + "w:" + inst + ":" }
 
 // Private keys: PrivateKey(prefix, n) names the n-th private key of a
