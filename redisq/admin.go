@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 var (
@@ -40,31 +42,28 @@ type ScheduleResult struct {
 // go-redis runs again reports what the first run did (Created included) and
 // does not apply the upsert twice (each call carries a request id).
 func (q *Queue) Schedule(ctx context.Context, id string, payload []byte, at time.Time) (ScheduleResult, error) {
-	return q.schedule(ctx, id, payload, "at", dueMS(at))
+	return q.schedule(ctx, id, payload, rdb.When{V: dueMS(at)})
 }
 
 // ScheduleAfter is Schedule with a due time of Redis TIME + delay (delay <= 0
 // means due now), rounded up to the millisecond as in EnqueueAfter, which it
 // returns.
 func (q *Queue) ScheduleAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (ScheduleResult, error) {
-	return q.schedule(ctx, id, payload, "after", delayUS(delay))
+	return q.schedule(ctx, id, payload, rdb.When{After: true, V: delayUS(delay)})
 }
 
-func (q *Queue) schedule(ctx context.Context, id string, payload []byte, mode string, v int64) (ScheduleResult, error) {
+func (q *Queue) schedule(ctx context.Context, id string, payload []byte, when rdb.When) (ScheduleResult, error) {
 	if err := q.checkOp(id); err != nil {
 		return ScheduleResult{}, err
 	}
-	r, err := q.runOnce(ctx, scriptSchedule, []string{q.itemKey(id)}, id, payload, mode, v)
+	f, created, due, err := q.db.Upsert(ctx, id, payload, when)
 	if err != nil {
 		return ScheduleResult{}, err
 	}
-	switch toInt(r[0]) {
-	case 2:
+	if f == rdb.InFlight {
 		return ScheduleResult{}, ErrInFlight
-	case 1:
-		return ScheduleResult{Due: msTime(toMS(r[1])), Created: true}, nil
 	}
-	return ScheduleResult{Due: msTime(toMS(r[1]))}, nil
+	return ScheduleResult{Due: msTime(due), Created: created}, nil
 }
 
 func (q *Queue) checkOp(id string) error {
@@ -83,26 +82,26 @@ func (q *Queue) checkOp(id string) error {
 // scheduled or in flight (nothing changes), ErrClosed after Close, or a
 // Redis/context error.
 func (q *Queue) RequeueDead(ctx context.Context, id string) error {
-	return q.deadOne(ctx, id, "requeue")
+	return q.deadOne(ctx, id, true)
 }
 
 // DeleteDead deletes the dead item id. Outcomes as RequeueDead.
 func (q *Queue) DeleteDead(ctx context.Context, id string) error {
-	return q.deadOne(ctx, id, "delete")
+	return q.deadOne(ctx, id, false)
 }
 
-func (q *Queue) deadOne(ctx context.Context, id, op string) error {
+func (q *Queue) deadOne(ctx context.Context, id string, revive bool) error {
 	if err := q.checkOp(id); err != nil {
 		return err
 	}
-	r, err := q.run(ctx, scriptDeadOne, []string{q.itemKey(id)}, id, op)
+	f, err := q.db.DeadOne(ctx, id, revive)
 	if err != nil {
 		return err
 	}
-	switch toInt(r[0]) {
-	case 0:
+	switch f {
+	case rdb.NotFound:
 		return ErrNotFound
-	case 2:
+	case rdb.InFlight:
 		return ErrNotDead
 	}
 	return nil
@@ -116,7 +115,7 @@ func (q *Queue) deadOne(ctx context.Context, id, op string) error {
 // after Close, or a Redis/context error together with the number revived
 // until then.
 func (q *Queue) RequeueAllDead(ctx context.Context) (int64, error) {
-	return q.deadBatches(ctx, "requeue", "")
+	return q.deadBatches(ctx, true, "")
 }
 
 // RequeueDeadByReason is RequeueAllDead for the dead items that died of
@@ -128,7 +127,7 @@ func (q *Queue) RequeueDeadByReason(ctx context.Context, reason string) (int64, 
 	if reason == "" {
 		return 0, errors.New("redisq: empty dead reason")
 	}
-	return q.deadBatches(ctx, "requeue", reason)
+	return q.deadBatches(ctx, true, reason)
 }
 
 // DeleteDeadByReason is DeleteAllDead for the dead items that died of
@@ -137,13 +136,13 @@ func (q *Queue) DeleteDeadByReason(ctx context.Context, reason string) (int64, e
 	if reason == "" {
 		return 0, errors.New("redisq: empty dead reason")
 	}
-	return q.deadBatches(ctx, "deldead", reason)
+	return q.deadBatches(ctx, false, reason)
 }
 
 // DeleteAllDead deletes every item that was dead when it was called and
 // returns how many; batches and outcomes as RequeueAllDead.
 func (q *Queue) DeleteAllDead(ctx context.Context) (int64, error) {
-	return q.deadBatches(ctx, "deldead", "")
+	return q.deadBatches(ctx, false, "")
 }
 
 // Purge empties one state and returns how many items it changed: scheduled
@@ -156,31 +155,31 @@ func (q *Queue) DeleteAllDead(ctx context.Context) (int64, error) {
 func (q *Queue) Purge(ctx context.Context, state State) (int64, error) {
 	switch state {
 	case StateScheduled:
-		return q.batches(ctx, "purge_s")
+		return q.batches(ctx, rdb.PurgeScheduled)
 	case StateInFlight:
 		// Marking leaves items in place, so items acked meanwhile shift the
 		// ranks of the rest: a second pass marks any that were skipped.
-		n, err := q.batches(ctx, "mark")
+		n, err := q.batches(ctx, rdb.MarkInFlight)
 		if err == nil {
 			var more int64
-			more, err = q.runBatches(ctx, "mark")
+			more, err = q.runBatches(ctx, rdb.MarkInFlight)
 			n += more
 		}
 		return n, err
 	case StateDead:
-		return q.deadBatches(ctx, "deldead", "")
+		return q.deadBatches(ctx, false, "")
 	}
 	return 0, fmt.Errorf("redisq: bad state %d", int(state))
 }
 
-// deadBatches runs scriptBulkDead's op ("requeue" or "deldead") on the
-// items dead when it was called (of reason only, unless it is empty): the
+// deadBatches requeues (revive) or deletes, one bulk-dead script a batch
+// (see lua/bulk_dead.lua), the items dead when it was called (of reason only, unless it is empty): the
 // first batch reads where the dead set ends (its last score, and the
 // sequence, which every later death takes a number of), and every batch
 // handles only the items within it. Items that die meanwhile, or of
 // another reason, are skipped, and the next batch starts past the skipped
 // ones.
-func (q *Queue) deadBatches(ctx context.Context, op, reason string) (int64, error) {
+func (q *Queue) deadBatches(ctx context.Context, revive bool, reason string) (int64, error) {
 	if q.isClosed() {
 		return 0, ErrClosed
 	}
@@ -190,26 +189,25 @@ func (q *Queue) deadBatches(ctx context.Context, op, reason string) (int64, erro
 		}
 		return 0, err
 	}
-	var changed, skipped int64
-	cutSeq, cutScore := "", ""
+	var changed int64
+	a := rdb.BulkDeadArgs{Revive: revive, Limit: adminBatch, Reason: reason}
 	for {
-		r, err := q.run(ctx, scriptBulkDead, nil, op, adminBatch, skipped, cutSeq, cutScore, reason)
+		r, err := q.db.BulkDead(ctx, a)
 		if err != nil {
 			return changed, err
 		}
-		changed += toInt(r[2])
-		skipped += toInt(r[1])
-		cutSeq, _ = r[3].(string)
-		cutScore, _ = r[4].(string)
-		if toInt(r[0]) < adminBatch || cutSeq == "" {
+		changed += r.Changed
+		a.Skipped += r.Skipped
+		a.CutSeq, a.CutAt = r.CutSeq, r.CutAt
+		if r.Examined < adminBatch || a.CutSeq == "" {
 			return changed, nil
 		}
 	}
 }
 
-// batches runs scriptBulk's op until it has examined as many items as the
-// state held at the start, and returns the number changed.
-func (q *Queue) batches(ctx context.Context, op string) (int64, error) {
+// batches runs the bulk script's op until it has examined as many items as
+// the state held at the start, and returns the number changed.
+func (q *Queue) batches(ctx context.Context, op rdb.BulkOp) (int64, error) {
 	if q.isClosed() {
 		return 0, ErrClosed
 	}
@@ -222,33 +220,23 @@ func (q *Queue) batches(ctx context.Context, op string) (int64, error) {
 	return q.runBatches(ctx, op)
 }
 
-// bulkKeys are the keys scriptBulk declares for each op.
-var bulkKeys = map[string]func(q *Queue) []string{
-	"purge_s":   func(q *Queue) []string { return []string{q.keys[kSched], q.keys[kStats]} },
-	"mark":      func(q *Queue) []string { return []string{q.keys[kLease]} },
-	"destroy_s": func(q *Queue) []string { return []string{q.keys[kSched]} },
-	"destroy_l": func(q *Queue) []string { return []string{q.keys[kLease]} },
-	"destroy_d": func(q *Queue) []string { return []string{q.keys[kDead]} },
-}
-
-func (q *Queue) runBatches(ctx context.Context, op string) (int64, error) {
+func (q *Queue) runBatches(ctx context.Context, op rdb.BulkOp) (int64, error) {
 	var examined, changed, budget int64 = 0, 0, adminBatch
 	for first := true; examined < budget; first = false {
-		r, err := q.run(ctx, scriptBulk, bulkKeys[op](q), op, min(adminBatch, budget-examined), examined)
+		r, err := q.db.Bulk(ctx, op, min(adminBatch, budget-examined), examined)
 		if err != nil {
 			return changed, err
 		}
-		n := toInt(r[0])
 		if first {
-			budget = toInt(r[1])
+			budget = r.Size
 		}
-		changed += toInt(r[2])
-		if n == 0 {
+		changed += r.Changed
+		if r.Examined == 0 {
 			break
 		}
 		// Marking goes on from offset examined; the other ops remove the
 		// items from the zset, so their next batch starts at its head.
-		examined += n
+		examined += r.Examined
 	}
 	return changed, nil
 }
@@ -271,7 +259,7 @@ func (q *Queue) runBatches(ctx context.Context, op string) (int64, error) {
 // *redis.Client, *redis.ClusterClient or *redis.Ring.
 func (q *Queue) Destroy(ctx context.Context) (int64, error) {
 	var deleted int64
-	for _, op := range []string{"destroy_s", "destroy_l", "destroy_d"} {
+	for _, op := range []rdb.BulkOp{rdb.DestroySched, rdb.DestroyLease, rdb.DestroyDead} {
 		n, err := q.runBatches(ctx, op)
 		deleted += n
 		if err != nil {
@@ -363,11 +351,8 @@ func (q *Queue) RunNow(ctx context.Context, id string) (RunNowResult, error) {
 		occ = false
 	}
 	if !occ {
-		r, err := q.run(ctx, scriptRunNow, []string{q.itemKey(id)}, id, "", "", "")
-		if err != nil {
-			return RunNowResult{}, err
-		}
-		return runNowResult(id, r)
+		code, due, err := q.db.RunNow(ctx, rdb.RunNowArgs{ID: id})
+		return runNowResult(id, code, due, err)
 	}
 	// The extra run's id carries the time it was asked for, by Redis.
 	t, err := q.client.Time(ctx).Result()
@@ -377,15 +362,12 @@ func (q *Queue) RunNow(ctx context.Context, id string) (RunNowResult, error) {
 	ms := dueMS(t)
 	for range 4 {
 		extra := occurrenceID(name, ms)
-		r, err := q.run(ctx, scriptRunNow, []string{q.itemKey(id), q.recKey(name), q.itemKey(extra)}, id, name, extra, ms)
-		if err != nil {
-			return RunNowResult{}, err
-		}
-		if toInt(r[0]) == 5 { // that id is taken (an occurrence at that very ms)
+		code, due, err := q.db.RunNow(ctx, rdb.RunNowArgs{ID: id, Reg: name, ExtraID: extra, ExtraDue: ms})
+		if err == nil && code == rdb.RunNowTaken { // an occurrence at that very ms
 			ms++
 			continue
 		}
-		res, err := runNowResult(id, r)
+		res, err := runNowResult(id, code, due, err)
 		if res.Outcome == RunNowExtra {
 			res.ID = extra
 		}
@@ -394,24 +376,26 @@ func (q *Queue) RunNow(ctx context.Context, id string) (RunNowResult, error) {
 	return RunNowResult{}, errors.New("redisq: run now: no free id for the extra run; try again")
 }
 
-func runNowResult(id string, r []interface{}) (RunNowResult, error) {
-	res := RunNowResult{ID: id}
-	switch toInt(r[0]) {
-	case 0:
+func runNowResult(id string, code rdb.RunNowCode, due int64, err error) (RunNowResult, error) {
+	if err != nil {
+		return RunNowResult{}, err
+	}
+	res := RunNowResult{ID: id, Due: msTime(due)}
+	switch code {
+	case rdb.RunNowNotFound:
 		return RunNowResult{}, ErrNotFound
-	case 2:
+	case rdb.RunNowInFlight:
 		return RunNowResult{}, ErrInFlight
-	case 1:
+	case rdb.RunNowMoved:
 		res.Outcome = RunNowMoved
-	case 3:
+	case rdb.RunNowRequeued:
 		res.Outcome = RunNowRequeued
-	case 4:
+	case rdb.RunNowAlreadyDue:
 		res.Outcome = RunNowAlreadyDue
-	case 6:
+	case rdb.RunNowExtra:
 		res.Outcome = RunNowExtra
 	default:
-		return RunNowResult{}, fmt.Errorf("redisq: run now: unexpected reply %v", r)
+		return RunNowResult{}, fmt.Errorf("redisq: run now: unexpected outcome %d", code)
 	}
-	res.Due = msTime(toMS(r[1]))
 	return res, nil
 }

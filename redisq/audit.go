@@ -55,12 +55,14 @@ func (r *AuditReport) addf(format string, a ...interface{}) {
 // Redis/context error. Audit works after Close.
 func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	rep := &AuditReport{}
+	k := &q.db.Keys
+	zsets := []string{k.Sched, k.Lease, k.Dead} // by state: s, l, d
 	zs := make([]map[string]bool, 3)
 	for i := 0; i < 3; i++ {
 		zs[i] = map[string]bool{}
 		var cur uint64
 		for {
-			mem, c, err := q.client.ZScan(ctx, q.keys[i], cur, "", 1000).Result()
+			mem, c, err := q.client.ZScan(ctx, zsets[i], cur, "", 1000).Result()
 			if err != nil {
 				return nil, err
 			}
@@ -76,7 +78,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 
 	var keys []string
 	var err error
-	rep.Unlisted, err = q.eachQueueKey(ctx, q.mpref, func(ks []string) error {
+	rep.Unlisted, err = q.eachQueueKey(ctx, k.Items, func(ks []string) error {
 		keys = append(keys, ks...)
 		return nil
 	})
@@ -88,14 +90,14 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	listed := len(keys)
 	if rep.Unlisted > 0 {
 		have := make(map[string]bool, len(keys))
-		for _, k := range keys {
-			have[k] = true
+		for _, key := range keys {
+			have[key] = true
 		}
 		for z := range zs {
 			for mem := range zs[z] {
-				if k := q.mpref + memberID(mem); !have[k] {
-					have[k] = true
-					keys = append(keys, k)
+				if key := k.Item(memberID(mem)); !have[key] {
+					have[key] = true
+					keys = append(keys, key)
 				}
 			}
 		}
@@ -121,7 +123,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 			rep.Items++
 			st, _ := v[0].(string)
 			mem, _ := v[1].(string)
-			id := strings.TrimPrefix(k, q.mpref)
+			id := strings.TrimPrefix(k, q.db.Keys.Items)
 			if mem == "" || memberID(mem) != id {
 				rep.addf("item %q: member %q does not name it", id, mem)
 				continue
@@ -135,7 +137,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 			}
 			for z := 0; z < 3; z++ {
 				if zs[z][mem] != (z == w) {
-					rep.addf("item %q (state %s): in %s = %v", id, st, q.keys[z], zs[z][mem])
+					rep.addf("item %q (state %s): in %s = %v", id, st, zsets[z], zs[z][mem])
 				}
 			}
 		}
@@ -143,7 +145,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	for z := 0; z < 3; z++ {
 		for mem := range zs[z] {
 			if !seen[mem] {
-				rep.addf("orphan member %q in %s (no matching item hash)", mem, q.keys[z])
+				rep.addf("orphan member %q in %s (no matching item hash)", mem, zsets[z])
 			}
 		}
 	}

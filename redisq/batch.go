@@ -2,40 +2,10 @@ package redisq
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
-
-// enqueueBatch and batchBytes bound one enqueue-many or ack-many script: at
-// most enqueueBatch items and, after a chunk's first item, at most
-// batchBytes of ids and payloads (storing a payload copies it, so the cost
-// grows with its size; an item larger than that goes alone, as Enqueue
-// would store it). About 2ms of server CPU on a small VM. EnqueueMany and
-// AckMany send larger inputs as several scripts in one pipelined round trip.
-const (
-	enqueueBatch = 200
-	batchBytes   = 64 << 10
-)
-
-// chunkEnds splits n items, item i weighing size(i) bytes, into chunks for
-// one script each, within enqueueBatch and batchBytes, and returns the end
-// (exclusive) of each chunk in order.
-func chunkEnds(n int, size func(int) int) []int {
-	var ends []int
-	lo, bytes := 0, 0
-	for i := range n {
-		b := size(i)
-		if i > lo && (i-lo == enqueueBatch || bytes+b > batchBytes) {
-			ends = append(ends, i)
-			lo, bytes = i, 0
-		}
-		bytes += b
-	}
-	return append(ends, n)
-}
 
 // EnqueueItem is one item for EnqueueMany.
 type EnqueueItem struct {
@@ -82,44 +52,33 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 	if len(items) == 0 {
 		return res, nil
 	}
-	ends := chunkEnds(len(items), func(i int) int { return len(items[i].ID) + len(items[i].Payload) })
-	var chunks []chunk
-	for c, hi := range ends {
-		part := items[chunkStart(ends, c):hi]
-		ch := chunk{make([]string, 0, len(part)), make([]interface{}, 0, 2+4*len(part))}
-		ch.args = append(ch.args, q.mpref, len(part))
-		for _, it := range part {
-			ch.keys = append(ch.keys, q.itemKey(it.ID))
-			if it.At.IsZero() {
-				ch.args = append(ch.args, it.ID, it.Payload, "after", delayUS(it.After))
-			} else {
-				ch.args = append(ch.args, it.ID, it.Payload, "at", dueMS(it.At))
-			}
+	in := make([]rdb.NewItem, len(items))
+	for i, it := range items {
+		in[i] = rdb.NewItem{ID: it.ID, Payload: it.Payload, When: rdb.When{V: dueMS(it.At)}}
+		if it.At.IsZero() {
+			in[i].When = rdb.When{After: true, V: delayUS(it.After)}
 		}
-		chunks = append(chunks, ch)
 	}
-	cmds := q.runChunks(ctx, scriptEnqueueMany, chunks)
 	var first error
-	for c, cmd := range cmds {
-		chunk := res[chunkStart(ends, c):ends[c]]
-		r, err := cmd.Slice()
-		if err == nil && len(r) != len(chunk)+1 {
-			err = errors.New("redisq: enqueue many: malformed reply")
-		}
-		if err != nil {
-			for i := range chunk {
-				chunk[i].Err = err
-			}
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		for i := range chunk {
-			chunk[i].Due, chunk[i].Err = enqueuedItem(r[i+1])
+	for i, e := range q.db.EnqueueMany(ctx, in) {
+		res[i].Due, res[i].Err = enqueued(e)
+		if e.Err != nil && first == nil {
+			first = e.Err
 		}
 	}
 	return res, first
+}
+
+// enqueued is the outcome of one item of an enqueue-many script: its due
+// time, ErrDuplicate, or the error of the script that carried it.
+func enqueued(e rdb.Enqueued) (time.Time, error) {
+	switch {
+	case e.Err != nil:
+		return time.Time{}, e.Err
+	case e.Dup:
+		return time.Time{}, ErrDuplicate
+	}
+	return msTime(e.Due), nil
 }
 
 // enqueuedItem reads one item's entry of the enqueue-many script's reply:
@@ -129,122 +88,4 @@ func enqueuedItem(v interface{}) (time.Time, error) {
 		return time.Time{}, ErrDuplicate
 	}
 	return msTime(toInt(v)), nil
-}
-
-// chunkStart is where chunk c of chunkEnds' ends begins.
-func chunkStart(ends []int, c int) int {
-	if c == 0 {
-		return 0
-	}
-	return ends[c-1]
-}
-
-// chunk is one script call of a batch: the keys it declares besides the
-// script's own, and its arguments (ARGV, the item hash prefix first).
-type chunk struct {
-	keys []string
-	args []interface{}
-}
-
-// runChunks runs s once per chunk, in order, and returns the commands for
-// their replies. On one server they go in one pipelined round trip as EVAL,
-// not EVALSHA: a pipelined EVALSHA that got NOSCRIPT (after a restart or
-// SCRIPT FLUSH) while a later one succeeded would have to be re-run after
-// it, out of order. The script text costs a few KB per chunk of up to 200
-// items, and Redis caches the compiled script by its SHA. On a Cluster they
-// go one after the other, each retried while its slot migrates
-// (retryMigrating): a pipeline there could apply a later chunk while an
-// earlier one waits for TRYAGAIN.
-func (q *Queue) runChunks(ctx context.Context, s *script, chunks []chunk) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, len(chunks))
-	keys := func(c chunk) []string {
-		ks := make([]string, 0, len(s.keys)+len(c.keys))
-		for _, k := range s.keys {
-			ks = append(ks, q.keys[k])
-		}
-		return append(ks, c.keys...)
-	}
-	if _, ok := q.client.(*redis.ClusterClient); ok {
-		for i, c := range chunks {
-			_ = q.retryMigrating(ctx, func() error {
-				if s.acks && q.opt.replicas > 0 {
-					r, err := q.runReplicated(ctx, s, keys(c), c.args)
-					cmds[i] = redis.NewCmd(ctx)
-					cmds[i].SetVal(r)
-					cmds[i].SetErr(err)
-					return err
-				}
-				cmds[i] = s.Run(ctx, q.client, keys(c), c.args...)
-				return cmds[i].Err()
-			})
-			if cmds[i].Err() != nil {
-				// Later chunks would apply out of order: fail them.
-				for j := i + 1; j < len(chunks); j++ {
-					cmds[j] = redis.NewCmd(ctx)
-					cmds[j].SetErr(cmds[i].Err())
-				}
-				break
-			}
-		}
-		for _, c := range cmds {
-			if err := c.Err(); err != nil {
-				c.SetErr(q.permissionError(err))
-			}
-		}
-		q.unwrapLives(ctx, s, cmds)
-		return cmds
-	}
-	var wait *redis.IntCmd
-	_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, c := range chunks {
-			cmds[i] = s.Eval(ctx, p, keys(c), c.args...)
-		}
-		if s.acks && q.opt.replicas > 0 {
-			// WAIT counts the replicas that have every write of the
-			// connection so far: the whole pipeline.
-			wait = redis.NewIntCmd(ctx, "wait", q.opt.replicas, q.opt.replicaTimeout.Milliseconds())
-			return p.Process(ctx, wait)
-		}
-		return nil
-	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			c.SetErr(q.permissionError(err))
-		}
-	}
-	if wait != nil {
-		var werr error
-		if got, err := wait.Result(); err != nil {
-			werr = fmt.Errorf("%w: WAIT: %v", ErrNotReplicated, err)
-		} else if got < int64(q.opt.replicas) {
-			werr = fmt.Errorf("%w: %d of %d replicas within %v; the writes may or may not survive a failover",
-				ErrNotReplicated, got, q.opt.replicas, q.opt.replicaTimeout)
-		}
-		for _, c := range cmds {
-			if werr != nil && c.Err() == nil {
-				c.SetErr(werr)
-			}
-		}
-	}
-	q.unwrapLives(ctx, s, cmds)
-	return cmds
-}
-
-// unwrapLives is unwrapLife for the replies of runChunks.
-func (q *Queue) unwrapLives(ctx context.Context, s *script, cmds []*redis.Cmd) {
-	if !s.life {
-		return
-	}
-	for _, c := range cmds {
-		// A reply that came with an error (ErrNotReplicated) still tells.
-		r, ok := c.Val().([]interface{})
-		if !ok {
-			continue
-		}
-		r, err := q.unwrapLife(ctx, r)
-		c.SetVal(r)
-		if err != nil && c.Err() == nil {
-			c.SetErr(err)
-		}
-	}
 }

@@ -224,7 +224,7 @@ func TestClusterDestroyAndAuditTouchOnlyTheSlot(t *testing.T) {
 	seed(t, q, ids("s", 50))
 	_, err := q.Take(ctx)
 	require.NoError(t, err)
-	master, err := c.MasterOf(ctx, q.keys[kSched])
+	master, err := c.MasterOf(ctx, q.db.Keys.Sched)
 	require.NoError(t, err)
 	others := map[*redistest.Server]int64{}
 	for _, s := range c.Servers {
@@ -266,10 +266,10 @@ func TestClusterAuditOfALargeSlotStaysInTheSlot(t *testing.T) {
 	require.NoError(t, cc.HSet(ctx, q.itemKey("s0"), "st", "l").Err())
 	require.NoError(t, cc.Del(ctx, q.itemKey("s1")).Err())
 	require.NoError(t, cc.HSet(ctx, q.itemKey("orphan"), "st", "s", "mem", "0000000000000001:orphan").Err())
-	master, err := c.MasterOf(ctx, q.keys[kSched])
+	master, err := c.MasterOf(ctx, q.db.Keys.Sched)
 	require.NoError(t, err)
 	mc := nodeClient(t, master)
-	slot := keySlot(q.keys[kSched])
+	slot := keySlot(q.db.Keys.Sched)
 	n, err := mc.ClusterCountKeysInSlot(ctx, slot).Result()
 	require.NoError(t, err)
 	require.Greater(t, n, int64(slotKeysAtOnce))
@@ -437,7 +437,7 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(500 * time.Millisecond)
-	src, err := c.MasterOf(ctx, q.keys[kSched])
+	src, err := c.MasterOf(ctx, q.db.Keys.Sched)
 	require.NoError(t, err)
 	var dst *redistest.Server
 	for _, s := range c.Servers {
@@ -446,7 +446,7 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 			break
 		}
 	}
-	took := migrateSlot(t, c, q.keys[kSched], dst)
+	took := migrateSlot(t, c, q.db.Keys.Sched, dst)
 	t.Logf("moved the slot of %d+ keys in %v", len(far), took)
 	defer func() { t.Logf("the longest Enqueue took %v", slowest) }()
 	time.Sleep(500 * time.Millisecond)
@@ -475,7 +475,7 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 		require.Positive(t, acked[id], "%s lost", id)
 	}
 	audit(t, q)
-	master, err := c.MasterOf(ctx, q.keys[kSched])
+	master, err := c.MasterOf(ctx, q.db.Keys.Sched)
 	require.NoError(t, err)
 	require.Equal(t, dst, master)
 }
@@ -503,9 +503,9 @@ func failover(t *testing.T, opts ...Option) (lost, undone []string, notReplicate
 	// A short lease: an ack the failover undid shows as a redelivery.
 	opts = append([]Option{WithVisibilityTimeout(2 * time.Second), WithBackoff(0, 0), WithMaxAttempts(0), WithWakeCap(time.Second)}, opts...)
 	q := newQueue(t, cc, "fo", opts...)
-	master, err := c.MasterOf(ctx, q.keys[kSched])
+	master, err := c.MasterOf(ctx, q.db.Keys.Sched)
 	require.NoError(t, err)
-	replicas, err := c.ReplicasOf(ctx, q.keys[kSched])
+	replicas, err := c.ReplicasOf(ctx, q.db.Keys.Sched)
 	require.NoError(t, err)
 	replica := replicas[0]
 
@@ -576,14 +576,14 @@ func failover(t *testing.T, opts ...Option) (lost, undone []string, notReplicate
 	master.Kill()
 	replica.Cont()
 	eventually(t, 30*time.Second, "the replica took over", func() bool {
-		m, err := c.MasterOf(ctx, q.keys[kSched])
+		m, err := c.MasterOf(ctx, q.db.Keys.Sched)
 		return err == nil && m == replica
 	})
 	// The old master comes back, empty, as the new master's replica, so
 	// that writes can be confirmed again.
 	require.NoError(t, master.Restart())
 	eventually(t, 30*time.Second, "the old master replicates the new one", func() bool {
-		r, err := c.ReplicasOf(ctx, q.keys[kSched])
+		r, err := c.ReplicasOf(ctx, q.db.Keys.Sched)
 		if err != nil || len(r) != 1 || r[0] != master {
 			return false
 		}

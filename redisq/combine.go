@@ -2,10 +2,11 @@ package redisq
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 // enqueueCombiner joins Enqueue calls of one Queue that overlap in time into
@@ -37,8 +38,7 @@ const maxSenders = 1
 type enqueueReq struct {
 	id      string
 	payload []byte
-	mode    string // "at" or "after", as the scripts take it
-	v       int64
+	when    rdb.When
 
 	lead    bool          // guarded by the combiner's mu: promoted to send
 	promote chan struct{} // closed when lead is set
@@ -48,7 +48,7 @@ type enqueueReq struct {
 }
 
 // enqueue runs one Enqueue/EnqueueAfter through the combiner.
-func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, mode string, v int64) (time.Time, error) {
+func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, when rdb.When) (time.Time, error) {
 	if err := checkID(id); err != nil {
 		return time.Time{}, err
 	}
@@ -58,7 +58,7 @@ func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, mode str
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
-	r := &enqueueReq{id: id, payload: payload, mode: mode, v: v, done: make(chan struct{})}
+	r := &enqueueReq{id: id, payload: payload, when: when, done: make(chan struct{})}
 	c := &q.enq
 	c.mu.Lock()
 	if c.sending < maxSenders {
@@ -113,7 +113,7 @@ func (q *Queue) sendEnqueues(ctx context.Context, r *enqueueReq) (time.Time, err
 	for j < len(c.pending) && !c.pending[j].lead {
 		j++
 	}
-	ends := chunkEnds(j-i, func(k int) int { return len(c.pending[i+k].id) + len(c.pending[i+k].payload) })
+	ends := rdb.ChunkEnds(j-i, func(k int) int { return len(c.pending[i+k].id) + len(c.pending[i+k].payload) })
 	batch := slices.Clone(c.pending[i : i+ends[0]])
 	c.pending = slices.Delete(c.pending, i, i+ends[0])
 	c.mu.Unlock()
@@ -153,33 +153,22 @@ func (q *Queue) runEnqueues(ctx context.Context, batch []*enqueueReq) {
 	}()
 	if len(batch) == 1 {
 		r := batch[0]
-		res, err := q.run(ctx, scriptEnqueue, []string{q.itemKey(r.id)}, r.id, r.payload, r.mode, r.v)
+		due, ok, err := q.db.Enqueue(ctx, rdb.NewItem{ID: r.id, Payload: r.payload, When: r.when})
 		switch {
 		case err != nil:
 			r.err = err
-		case toInt(res[0]) == 0:
+		case !ok:
 			r.err = ErrDuplicate
 		default:
-			r.due = msTime(toInt(res[1]))
+			r.due = msTime(due)
 		}
 		return
 	}
-	args := make([]interface{}, 0, 1+4*len(batch))
-	args = append(args, len(batch))
-	items := make([]string, 0, len(batch))
-	for _, r := range batch {
-		args = append(args, r.id, r.payload, r.mode, r.v)
-		items = append(items, q.itemKey(r.id))
-	}
-	res, err := q.run(ctx, scriptEnqueueMany, items, args...)
-	if err == nil && len(res) != len(batch)+1 {
-		err = errors.New("redisq: enqueue: malformed reply")
-	}
+	items := make([]rdb.NewItem, len(batch))
 	for i, r := range batch {
-		if err != nil {
-			r.err = err
-			continue
-		}
-		r.due, r.err = enqueuedItem(res[i+1])
+		items[i] = rdb.NewItem{ID: r.id, Payload: r.payload, When: r.when}
+	}
+	for i, e := range q.db.EnqueueBatch(ctx, items) {
+		batch[i].due, batch[i].err = enqueued(e)
 	}
 }

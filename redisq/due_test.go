@@ -207,7 +207,7 @@ func TestFarFutureDueKeepsClaimsWorking(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	// A score of 3e17 as an older version stored it.
-	require.NoError(t, c.ZAdd(ctx, q.keys[0], redis.Z{Score: 3e17, Member: member(t, q, "far")}).Err())
+	require.NoError(t, c.ZAdd(ctx, q.db.Keys.Sched, redis.Z{Score: 3e17, Member: member(t, q, "far")}).Err())
 	tctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	_, err = q.Take(tctx)
@@ -229,7 +229,7 @@ func TestFarFutureDueKeepsClaimsWorking(t *testing.T) {
 // member returns the zset member of item id.
 func member(t testing.TB, q *Queue, id string) string {
 	t.Helper()
-	mem, err := q.client.HGet(context.Background(), q.mpref+id, "mem").Result()
+	mem, err := q.client.HGet(context.Background(), q.db.Keys.Items+id, "mem").Result()
 	require.NoError(t, err)
 	return mem
 }
@@ -237,7 +237,7 @@ func member(t testing.TB, q *Queue, id string) string {
 // score returns item id's score in sched.
 func score(t testing.TB, q *Queue, id string) int64 {
 	t.Helper()
-	sc, err := q.client.ZScore(context.Background(), q.keys[0], member(t, q, id)).Result()
+	sc, err := q.client.ZScore(context.Background(), q.db.Keys.Sched, member(t, q, id)).Result()
 	require.NoError(t, err)
 	return int64(sc)
 }

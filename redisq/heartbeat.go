@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 // Who holds the work: every running Worker writes a heartbeat, so that an
@@ -73,63 +74,6 @@ type WorkerLease struct {
 	Attempt int       `json:"attempt"`
 }
 
-func (q *Queue) workersKey() string         { return q.kpref + "workers" }
-func (q *Queue) workerKey(id string) string { return q.kpref + "wk:" + id }
-
-// beat: KEYS the worker zset and this worker's hash. ARGV[2] worker id,
-// ARGV[3] name, ARGV[4] host, ARGV[5] pid, ARGV[6] concurrency, ARGV[7]
-// running, ARGV[8] held, ARGV[9] leases, ARGV[10] more leases, ARGV[11]
-// the heartbeat's life (ms). Returns {now}.
-var scriptBeat = newScript(luaKeys + `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local W, H = K_PREFIX .. 'workers', K_PREFIX .. 'wk:' .. ARGV[2]
-local life = tonumber(ARGV[11])
-local gone = redis.call('ZRANGEBYSCORE', W, '-inf', now, 'LIMIT', 0, 100)
-if #gone > 0 then redis.call('ZREM', W, unpack(gone)) end
-redis.call('ZADD', W, now + life, ARGV[2])
-if redis.call('HEXISTS', H, 'st') == 0 then redis.call('HSET', H, 'st', now) end
-redis.call('HSET', H, 'n', ARGV[3], 'h', ARGV[4], 'pid', ARGV[5], 'c', ARGV[6], 'r', ARGV[7],
-  'hd', ARGV[8], 'l', ARGV[9], 'lm', ARGV[10], 'b', now)
-redis.call('PEXPIRE', H, life)
-return {now}
-`)
-
-// bye: KEYS the worker zset and this worker's hash. ARGV[2] worker id.
-// A stopping worker leaves the list at once.
-var scriptBye = newScript(luaKeys + `
-redis.call('ZREM', K_PREFIX .. 'workers', ARGV[2])
-redis.call('DEL', K_PREFIX .. 'wk:' .. ARGV[2])
-return {1}
-`)
-
-// worker ids: KEYS the worker zset. ARGV[2] the most ids to return.
-// Returns {now, id, expiry, ...}: the live workers (heartbeat not expired),
-// soonest to expire first.
-var scriptWorkerIDs = newScript(luaKeys + `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ids = redis.call('ZRANGEBYSCORE', K_PREFIX .. 'workers', '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {now}
-for i = 1, #ids do out[#out + 1] = ids[i] end
-return out
-`)
-
-// worker hashes: KEYS the hashes of the workers ARGV[2...]. Returns per
-// worker n, h, pid, st, b, c, r, hd, l, lm ("" each when its hash is gone).
-var scriptWorkerHashes = newScript(luaKeys + `
-local out = {}
-for i = 2, #ARGV do
-  local f = redis.call('HMGET', K_PREFIX .. 'wk:' .. ARGV[i], 'n', 'h', 'pid', 'st', 'b', 'c', 'r', 'hd', 'l', 'lm')
-  for j = 1, 10 do out[#out + 1] = f[j] or '' end
-end
-return out
-`)
-
-// workerFields is the number of reply elements per worker of
-// scriptWorkerHashes.
-const workerFields = 10
-
 // MaxWorkers is the most workers Workers returns.
 const MaxWorkers = 10000
 
@@ -144,43 +88,32 @@ func (q *Queue) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	if q.isClosed() {
 		return nil, ErrClosed
 	}
-	r, err := q.run(ctx, scriptWorkerIDs, []string{q.workersKey()}, MaxWorkers)
+	ids, err := q.db.LiveWorkers(ctx, MaxWorkers)
 	if err != nil {
 		return nil, err
-	}
-	type live struct {
-		id  string
-		exp int64
-	}
-	var ids []live
-	for i := 1; i+1 < len(r); i += 2 {
-		id, _ := r[i].(string)
-		ids = append(ids, live{id, toMS(r[i+1])})
 	}
 	var out []WorkerInfo
 	for len(ids) > 0 {
 		page := ids[:min(len(ids), workerPage)]
 		ids = ids[len(page):]
-		keys := make([]string, len(page))
-		args := make([]interface{}, len(page))
+		names := make([]string, len(page))
 		for i, l := range page {
-			keys[i], args[i] = q.workerKey(l.id), l.id
+			names[i] = l.ID
 		}
-		h, err := q.run(ctx, scriptWorkerHashes, keys, args...)
+		beats, err := q.db.WorkerBeats(ctx, names)
 		if err != nil {
 			return nil, err
 		}
-		for i, l := range page {
-			if (i+1)*workerFields > len(h) {
-				break
-			}
-			f := h[i*workerFields : (i+1)*workerFields]
-			if s, _ := f[4].(string); s == "" { // expired since
+		for i, b := range beats {
+			if b.Gone { // expired since
 				continue
 			}
-			w := workerFrom(f)
-			w.Queue, w.ID, w.Expires = q.name, l.id, msTime(l.exp)
-			out = append(out, w)
+			out = append(out, WorkerInfo{
+				Queue: q.name, ID: page[i].ID, Expires: msTime(page[i].Expires),
+				Name: b.Name, Host: b.Host, PID: b.PID, Started: msTime(b.Started), Beat: msTime(b.Beat),
+				Concurrency: b.Concurrency, Running: b.Running, Held: b.Held,
+				Leases: decodeLeases(b.Leases), MoreLeases: b.More,
+			})
 		}
 	}
 	slices.SortFunc(out, func(a, b WorkerInfo) int {
@@ -190,25 +123,6 @@ func (q *Queue) Workers(ctx context.Context) ([]WorkerInfo, error) {
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
-}
-
-// workerFrom decodes one worker of scriptWorkerHashes' reply: data from
-// Redis, every field checked.
-func workerFrom(r []interface{}) WorkerInfo {
-	str := func(i int) string { s, _ := r[i].(string); return s }
-	num := func(i int) int { return int(max(min(toMS(r[i]), math.MaxInt32), 0)) }
-	return WorkerInfo{
-		Name:        str(0),
-		Host:        str(1),
-		PID:         num(2),
-		Started:     msTime(toMS(r[3])),
-		Beat:        msTime(toMS(r[4])),
-		Concurrency: num(5),
-		Running:     num(6),
-		Held:        num(7),
-		Leases:      decodeLeases(str(8)),
-		MoreLeases:  num(9),
-	}
 }
 
 // encodeLeases writes ls as "claimed ms,attempt,len:id" each, in order,
@@ -275,8 +189,8 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 		ctx, cancel := context.WithTimeout(w.base, min(w.beatEvery, settleTimeout))
 		running, held, ls := w.snapshot()
 		enc, more := encodeLeases(ls, maxBeatLeaseBytes)
-		_, err := w.q.run(ctx, scriptBeat, []string{w.q.workersKey(), w.q.workerKey(w.id)}, w.id, w.name, host, pid,
-			w.n, running, held, enc, more, life.Milliseconds())
+		err := w.q.db.Heartbeat(ctx, rdb.Beat{ID: w.id, Name: w.name, Host: host, PID: pid, Concurrency: w.n,
+			Running: running, Held: held, Leases: enc, More: more, Life: life.Milliseconds()})
 		cancel()
 		switch {
 		case err != nil && !failing:
@@ -294,7 +208,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 		case <-t.C:
 		case <-stop:
 			ctx, cancel := context.WithTimeout(w.base, settleTimeout)
-			_, _ = w.q.run(ctx, scriptBye, []string{w.q.workersKey(), w.q.workerKey(w.id)}, w.id)
+			_ = w.q.db.Bye(ctx, w.id)
 			cancel()
 			return
 		}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 // State is the state of an item: scheduled (waiting for its due time, or
@@ -134,27 +136,25 @@ func toMS(v interface{}) int64 {
 	return 0
 }
 
-// itemFrom decodes one item of append_item's reply (itemStride elements).
-func itemFrom(r []interface{}) Item {
-	str := func(v interface{}) string { s, _ := v.(string); return s }
+// itemFrom makes the exported view of an item the storage layer read.
+func itemFrom(r rdb.Item) Item {
 	it := Item{
-		ID:          str(r[0]),
-		State:       stateOf(str(r[2])),
-		Due:         msTime(toMS(r[3])),
-		Attempts:    int(toInt(r[4])),
-		Cancelled:   str(r[7]) == "1",
-		Enqueued:    msTime(toMS(r[6])),
-		DeadReason:  str(r[8]),
-		PayloadSize: int(toInt(r[9])),
+		ID:          r.ID,
+		State:       stateOf(r.State),
+		Due:         msTime(r.Due),
+		Attempts:    r.Attempts,
+		Cancelled:   r.Cancelled,
+		Enqueued:    msTime(r.Enqueued),
+		DeadReason:  r.Reason,
+		PayloadSize: r.PayloadSize,
+		Payload:     r.Payload,
+		pos:         r.Pos,
 	}
 	switch it.State {
 	case StateInFlight:
-		it.LeaseDeadline = msTime(toMS(r[5]))
+		it.LeaseDeadline = msTime(r.Deadline)
 	case StateDead:
-		it.DiedAt = msTime(toMS(r[1]))
-	}
-	if p, ok := r[10].(string); ok && (p != "" || it.PayloadSize == 0) {
-		it.Payload = []byte(p)
+		it.DiedAt = msTime(r.Score)
 	}
 	return it
 }
@@ -212,22 +212,14 @@ func (q *Queue) List(ctx context.Context, state State, opt ListOptions) (Page, e
 	if q.isClosed() {
 		return Page{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptList, []string{q.stateKey(state)}, code, opt.Offset, opt.Limit, flag(opt.Payloads), flag(opt.Reverse), opt.Reason)
+	r, err := q.db.List(ctx, rdb.ListArgs{State: code, Offset: opt.Offset, Limit: opt.Limit, Payloads: opt.Payloads, Reverse: opt.Reverse, Reason: opt.Reason})
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Now: msTime(toInt(r[0])), Total: toInt(r[1]), Next: -1}
-	examined := toInt(r[2])
-	pos, _ := r[3].([]interface{})
-	for i := 4; i+itemStride <= len(r); i += itemStride {
-		it := itemFrom(r[i : i+itemStride])
-		if !opt.Payloads {
-			it.Payload = nil
-		}
-		if k := len(p.Items); k < len(pos) {
-			it.pos = opt.Offset + toInt(pos[k])
-		}
-		p.Items = append(p.Items, it)
+	p := Page{Now: msTime(r.Now), Total: r.Total, Next: -1}
+	examined := r.Examined
+	for _, it := range r.Items {
+		p.Items = append(p.Items, itemFrom(it))
 	}
 	// The script reads the page and Total atomically: items past the page
 	// exist exactly when end < Total (a page with payloads may end early).
@@ -235,24 +227,6 @@ func (q *Queue) List(ctx context.Context, state State, opt ListOptions) (Page, e
 		p.Next = end
 	}
 	return p, nil
-}
-
-// stateKey is the zset of the items in state (a valid one).
-func (q *Queue) stateKey(state State) string {
-	switch state {
-	case StateScheduled:
-		return q.keys[kSched]
-	case StateInFlight:
-		return q.keys[kLease]
-	}
-	return q.keys[kDead]
-}
-
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // Get returns the item id in whatever state it is, with its payload. One
@@ -265,19 +239,27 @@ func (q *Queue) Get(ctx context.Context, id string) (Item, error) {
 	if q.isClosed() {
 		return Item{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptGet, []string{q.itemKey(id)}, id)
+	return q.item(q.db.Get(ctx, id))
+}
+
+// item is the Item the storage layer read, or ErrNotFound.
+func (q *Queue) item(r rdb.Item, ok bool, err error) (Item, error) {
 	if err != nil {
 		return Item{}, err
 	}
-	if len(r) < 1+itemStride {
+	if !ok {
 		return Item{}, ErrNotFound
 	}
-	return itemFrom(r[1 : 1+itemStride]), nil
+	return itemFrom(r), nil
 }
 
 // MaxPrefixScan is the largest payload GetPrefix cuts a prefix from: 1 MiB,
 // the amount that also bounds the payloads of one List page.
 const MaxPrefixScan = listBytes
+
+// listBytes bounds the payloads one List page copies: the page ends after
+// the item that reaches it (Page.Next goes on from there).
+const listBytes = rdb.ListBytes
 
 // GetPrefix returns the item id like Get, reading at most max bytes of its
 // payload (0 <= max <= MaxPrefixScan). PayloadSize is always the full size;
@@ -310,34 +292,8 @@ func (q *Queue) GetPrefix(ctx context.Context, id string, max int) (Item, error)
 	if q.isClosed() {
 		return Item{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptGetPrefix, []string{q.itemKey(id)}, id, max)
-	if err != nil {
-		return Item{}, err
-	}
-	if len(r) < 1+itemStride {
-		return Item{}, ErrNotFound
-	}
-	return itemFrom(r[1 : 1+itemStride]), nil
+	return q.item(q.db.GetPrefix(ctx, id, max))
 }
-
-// get prefix: ARGV[2] id, ARGV[3] max. Returns {now} when not found, else
-// {now, item} where the payload is cut to max bytes, and not read at all
-// (HSTRLEN sizes it) when max is 0 or it is longer than MaxPrefixScan.
-var scriptGetPrefix = newScript(luaCommon + luaItem + `
-local out = {(now_ms())}
-local h = ARGV[1] .. ARGV[2]
-local f = redis.call('HMGET', h, 'st', 'mem')
-if not f[1] then return out end
-local score = redis.call('ZSCORE', zset_of(f[1]), f[2]) or ''
-append_item(out, ARGV[2], score, false)
-local size, max = out[#out - 1], tonumber(ARGV[3])
-if max > 0 and size > 0 and size <= ` + strconv.Itoa(MaxPrefixScan) + ` then
-  local p = redis.call('HGET', h, 'p') or ''
-  if #p > max then p = string.sub(p, 1, max) end
-  out[#out] = p
-end
-return out
-`)
 
 // MaxDueBuckets is the most buckets DueHistogram counts.
 const MaxDueBuckets = 1000
@@ -366,24 +322,19 @@ func (q *Queue) DueHistogram(ctx context.Context, width time.Duration, buckets i
 		return DueHistogram{}, ErrClosed
 	}
 	w := width.Milliseconds()
-	r, err := q.run(ctx, scriptDueHistogram, nil, w, buckets)
+	r, err := q.db.DueHistogram(ctx, w, buckets)
 	if err != nil {
 		return DueHistogram{}, err
 	}
-	h := DueHistogram{Now: msTime(toInt(r[0])), Width: time.Duration(w) * time.Millisecond, Overdue: toInt(r[1])}
-	for _, v := range r[2 : len(r)-1] {
-		h.Counts = append(h.Counts, toInt(v))
-	}
-	h.Later = toInt(r[len(r)-1])
-	return h, nil
+	return DueHistogram{Now: msTime(r.Now), Width: time.Duration(w) * time.Millisecond, Overdue: r.Overdue, Counts: r.Counts, Later: r.Later}, nil
 }
 
 // Exists reports whether the queue has any data in Redis: an item, a
 // counter or its sequence (a queue that was never used, or was destroyed,
 // does not exist). One round trip.
 func (q *Queue) Exists(ctx context.Context) (bool, error) {
-	k := q.keys
-	n, err := q.client.Exists(ctx, k[0], k[1], k[2], k[4], k[5], k[7]).Result()
+	k := &q.db.Keys
+	n, err := q.client.Exists(ctx, k.Sched, k.Lease, k.Dead, k.Stats, k.Seq, k.Late).Result()
 	return n > 0, err
 }
 
@@ -429,20 +380,19 @@ func (q *Queue) DeadReasons(ctx context.Context, limit int64) (DeadReasonSummary
 	var sum DeadReasonSummary
 	var pages []DeadReasonSummary
 	for first := true; sum.Examined < limit; first = false {
-		r, err := q.run(ctx, scriptDeadReasons, nil, sum.Examined, min(limit-sum.Examined, maxFilterScan))
+		r, err := q.db.DeadReasons(ctx, sum.Examined, min(limit-sum.Examined, rdb.MaxFilterScan))
 		if err != nil {
 			return DeadReasonSummary{}, err
 		}
 		if first {
-			sum.Now, sum.Dead = msTime(toInt(r[0])), toInt(r[1])
+			sum.Now, sum.Dead = msTime(r.Now), r.Dead
 		}
 		page := DeadReasonSummary{}
-		for i := 3; i+3 < len(r); i += 4 {
-			why, _ := r[i].(string)
-			page.Reasons = append(page.Reasons, DeadReason{Reason: why, Count: toInt(r[i+1]), First: msTime(toMS(r[i+2])), Last: msTime(toMS(r[i+3]))})
+		for _, rc := range r.Reasons {
+			page.Reasons = append(page.Reasons, DeadReason{Reason: rc.Reason, Count: rc.Count, First: msTime(rc.First), Last: msTime(rc.Last)})
 		}
 		pages = append(pages, page)
-		n := toInt(r[2])
+		n := r.Examined
 		sum.Examined += n
 		if n == 0 {
 			break

@@ -281,7 +281,7 @@ func TestRegressionLatenessSumOverflowWedgesClaims(t *testing.T) {
 	q := newQueue(t, c, "latesum", WithVisibilityTimeout(time.Hour))
 	ctx := context.Background()
 	// The history of many very late deliveries: the sum is near the limit.
-	require.NoError(t, c.HSet(ctx, q.keys[7], "sum", int64(math.MaxInt64-1e12)).Err())
+	require.NoError(t, c.HSet(ctx, q.db.Keys.Late, "sum", int64(math.MaxInt64-1e12)).Err())
 	for _, id := range []string{"zero", "again"} {
 		require.NoError(t, q.Enqueue(ctx, id, []byte("x"), time.Time{}))
 		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -290,7 +290,7 @@ func TestRegressionLatenessSumOverflowWedgesClaims(t *testing.T) {
 		require.NoError(t, err, "Take of an item due at time.Time{}")
 		require.NoError(t, m.Ack(ctx))
 	}
-	raw, err := c.HGet(ctx, q.keys[7], "sum").Int64()
+	raw, err := c.HGet(ctx, q.db.Keys.Late, "sum").Int64()
 	require.NoError(t, err)
 	require.Equal(t, int64(math.MaxInt64), raw, "the sum saturates")
 	audit(t, q)
@@ -331,7 +331,7 @@ func TestRegressionLatenessSumDurationOverflow(t *testing.T) {
 	require.NoError(t, m.Ack(ctx))
 	st, err := q.Stats(ctx)
 	require.NoError(t, err)
-	raw, err := c.HGet(ctx, q.keys[7], "sum").Int64()
+	raw, err := c.HGet(ctx, q.db.Keys.Late, "sum").Int64()
 	require.NoError(t, err)
 	require.Greater(t, raw, int64(math.MaxInt64/int64(time.Millisecond)))
 	require.Equal(t, time.Duration(math.MaxInt64), st.Lateness.Sum)

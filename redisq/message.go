@@ -2,10 +2,11 @@ package redisq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 // Message is one leased delivery of an item. Its lease ends at Deadline by
@@ -33,11 +34,11 @@ type Message struct {
 // a read timeout, or a retry of yours), returns nil: the applied ack is
 // remembered by its lease token.
 func (m *Message) Ack(ctx context.Context) error {
-	r, err := m.q.run(ctx, scriptAck, []string{m.q.itemKey(m.ID), m.q.tombKey(m.token)}, m.ID, m.token)
+	ok, err := m.q.db.Ack(ctx, m.lease())
 	if err != nil {
 		return err
 	}
-	if toInt(r[0]) == 0 {
+	if !ok {
 		return ErrLeaseLost
 	}
 	return nil
@@ -67,17 +68,17 @@ func (m *Message) NackAfter(ctx context.Context, delay time.Duration) error {
 // nack runs the nack script; us < 0 applies the backoff policy.
 func (m *Message) nack(ctx context.Context, us int64, reason string) (NackResult, error) {
 	o := m.q.opt
-	r, err := m.q.runOnce(ctx, scriptNack, []string{m.q.itemKey(m.ID)}, m.ID, m.token, us, o.maxAttempts,
-		delayUS(o.backoffBase), delayUS(o.backoffMax), reason)
+	s, due, err := m.q.db.Nack(ctx, rdb.NackArgs{Lease: m.lease(), Delay: us, MaxAttempts: o.maxAttempts,
+		BackoffBase: delayUS(o.backoffBase), BackoffMax: delayUS(o.backoffMax), Reason: reason})
 	if err != nil {
 		return NackResult{}, err
 	}
-	switch toInt(r[0]) {
-	case 1:
-		return NackResult{Outcome: NackRetried, Due: msTime(toMS(r[1]))}, nil
-	case 2:
+	switch s {
+	case rdb.SettledRetried:
+		return NackResult{Outcome: NackRetried, Due: msTime(due)}, nil
+	case rdb.SettledDead:
 		return NackResult{Outcome: NackDeadLettered}, nil
-	case 3:
+	case rdb.SettledDropped:
 		return NackResult{Outcome: NackDropped}, nil
 	}
 	return NackResult{}, ErrLeaseLost
@@ -93,16 +94,19 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 	if d < time.Millisecond {
 		d = time.Millisecond
 	}
-	r, err := m.q.run(ctx, scriptExtend, []string{m.q.itemKey(m.ID)}, m.ID, m.token, delayUS(d))
+	dl, ok, err := m.q.db.Extend(ctx, m.lease(), delayUS(d))
 	if err != nil {
 		return err
 	}
-	if toInt(r[0]) == 0 {
+	if !ok {
 		return ErrLeaseLost
 	}
-	m.Deadline = msTime(toInt(r[1]))
+	m.Deadline = msTime(dl)
 	return nil
 }
+
+// lease names m's lease for the storage layer.
+func (m *Message) lease() rdb.Lease { return rdb.Lease{ID: m.ID, Token: m.token} }
 
 // AckMany acknowledges msgs in one pipelined round trip: one script per 200
 // messages, which reads Redis TIME and updates the counters once.
@@ -130,41 +134,18 @@ func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 	if len(msgs) == 0 {
 		return errs
 	}
-	ends := chunkEnds(len(msgs), func(i int) int { return len(msgs[i].ID) + len(msgs[i].token) })
-	var chunks []chunk
-	for c, hi := range ends {
-		part := msgs[chunkStart(ends, c):hi]
-		ch := chunk{make([]string, 0, 2*len(part)), make([]interface{}, 0, 1+2*len(part))}
-		ch.args = append(ch.args, q.mpref)
-		for _, m := range part {
-			// An empty token owns no lease: the script answers 0
-			// without touching this queue's item of the same id.
-			tok := m.token
-			if m.q.mpref != q.mpref {
-				tok = ""
-			}
-			ch.keys = append(ch.keys, q.itemKey(m.ID), q.tombKey(tok))
-			ch.args = append(ch.args, m.ID, tok)
-		}
-		chunks = append(chunks, ch)
+	ls := make([]rdb.Lease, len(msgs))
+	for i, m := range msgs {
+		ls[i] = rdb.Lease{ID: m.ID, Token: m.token, Foreign: m.q.db.Keys.Items != q.db.Keys.Items}
 	}
-	for c, cmd := range q.runChunks(ctx, scriptAckMany, chunks) {
-		lo := chunkStart(ends, c)
-		chunk := errs[lo:ends[c]]
-		r, err := cmd.Slice()
-		if err == nil && len(r) != len(chunk) {
-			err = errors.New("redisq: ack many: malformed reply")
-		}
-		for i := range chunk {
-			switch {
-			case err != nil:
-				chunk[i] = err
-			case msgs[lo+i].q.mpref != q.mpref:
-				chunk[i] = fmt.Errorf("redisq: AckMany: message %q is from queue %q, not %q",
-					msgs[lo+i].ID, msgs[lo+i].q.name, q.name)
-			case toInt(r[i]) == 0:
-				chunk[i] = ErrLeaseLost
-			}
+	for i, a := range q.db.AckMany(ctx, ls) {
+		switch {
+		case a.Err != nil:
+			errs[i] = a.Err
+		case ls[i].Foreign:
+			errs[i] = fmt.Errorf("redisq: AckMany: message %q is from queue %q, not %q", msgs[i].ID, msgs[i].q.name, q.name)
+		case !a.OK:
+			errs[i] = ErrLeaseLost
 		}
 	}
 	return errs

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 // NackOutcome says what a Nack did with the item.
@@ -105,14 +107,14 @@ func (m *Message) DeadLetter(ctx context.Context, reason string) (NackOutcome, e
 	if reason == "" {
 		reason = "dead-lettered by consumer"
 	}
-	r, err := m.q.runOnce(ctx, scriptDeadLetter, []string{m.q.itemKey(m.ID)}, m.ID, m.token, truncReason(reason, MaxReasonLen))
+	s, err := m.q.db.DeadLetter(ctx, m.lease(), truncReason(reason, MaxReasonLen))
 	if err != nil {
 		return 0, err
 	}
-	switch toInt(r[0]) {
-	case 2:
+	switch s {
+	case rdb.SettledDead:
 		return NackDeadLettered, nil
-	case 3:
+	case rdb.SettledDropped:
 		return NackDropped, nil
 	}
 	return 0, ErrLeaseLost

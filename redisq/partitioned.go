@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -144,25 +145,6 @@ func layoutName(name string, i, partitions int) string {
 	}
 }
 
-// scriptPartitions creates the partition table of a queue unless it exists
-// and returns it (HGETALL), or {-1} when an ordinary queue of that name has
-// data (its sequence key exists) and no table. KEYS[1] the table, KEYS[2]
-// the ordinary queue's sequence key; ARGV[1] P, ARGV[2..] the names.
-var scriptPartitions = redis.NewScript(scriptPartitionsSrc)
-
-const scriptPartitionsSrc = `
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  if redis.call('EXISTS', KEYS[2]) == 1 then return {-1} end
-  local a = {'n', ARGV[1], 'v', '1'}
-  for i = 2, #ARGV do
-    a[#a + 1] = 'p' .. (i - 2)
-    a[#a + 1] = ARGV[i]
-  end
-  redis.call('HSET', KEYS[1], unpack(a))
-end
-return redis.call('HGETALL', KEYS[1])
-`
-
 // parsePartitions reads a partition table (an HGETALL reply as a flat list
 // or a map) of the queue name. Everything in it is checked: it is data
 // from Redis. A table redisq wrote holds exactly n, v and p0 … p(n-1), and
@@ -242,16 +224,6 @@ func largerLayout(ctx context.Context, c redis.UniversalClient, name string, n i
 		}
 	}
 	return nil
-}
-
-func flatFields(r []interface{}) map[string]string {
-	m := make(map[string]string, len(r)/2)
-	for i := 0; i+1 < len(r); i += 2 {
-		k, _ := r[i].(string)
-		v, _ := r[i+1].(string)
-		m[k] = v
-	}
-	return m
 }
 
 // NewPartitioned returns the partitioned queue name with partitions
@@ -373,29 +345,18 @@ func (p *Partitioned) renew(ctx context.Context) {
 	for i, q := range p.parts {
 		names[i] = q.Name()
 	}
-	r, err := runPartitionsScript(ctx, p.client, p.name, names)
+	table, ordinary, err := rdb.Partitions(ctx, p.client, p.name, names)
 	switch {
 	case err != nil:
 		p.opt.logger.Debug("redisq: partition table not stored again", "queue", p.name, "err", err)
-	case len(r) == 1 && toInt(r[0]) == -1:
+	case ordinary:
 		p.opt.logger.Warn("redisq: partitioned queue written after an ordinary queue took its name", "queue", p.name)
 	default:
-		if got, err := parsePartitions(p.name, flatFields(r)); err != nil || !slices.Equal(got, names) {
+		if got, err := parsePartitions(p.name, table); err != nil || !slices.Equal(got, names) {
 			p.opt.logger.Warn("redisq: partitioned queue written after its table changed", "queue", p.name, "table", got, "err", err)
 		}
 	}
 	p.register(ctx)
-}
-
-// runPartitionsScript runs scriptPartitions for the queue name with the
-// partitions names.
-func runPartitionsScript(ctx context.Context, client redis.UniversalClient, name string, names []string) ([]interface{}, error) {
-	args := make([]interface{}, 0, 1+len(names))
-	args = append(args, len(names))
-	for _, n := range names {
-		args = append(args, n)
-	}
-	return scriptPartitions.Run(ctx, client, []string{partitionsKey(name), seqKey(name)}, args...).Slice()
 }
 
 func createPartitions(ctx context.Context, client redis.UniversalClient, name string, partitions int) ([]string, error) {
@@ -410,14 +371,14 @@ func createPartitions(ctx context.Context, client redis.UniversalClient, name st
 		}
 		return nil, err
 	}
-	r, err := runPartitionsScript(ctx, client, name, PartitionLayout(name, partitions))
+	table, ordinary, err := rdb.Partitions(ctx, client, name, PartitionLayout(name, partitions))
 	if err != nil {
 		return nil, fmt.Errorf("redisq: partitioned queue %q: %w", name, err)
 	}
-	if len(r) == 1 && toInt(r[0]) == -1 {
+	if ordinary {
 		return nil, fmt.Errorf("redisq: %q is an ordinary queue (its key {dq:%s}:seq exists), not a partitioned one", name, name)
 	}
-	names, err := parsePartitions(name, flatFields(r))
+	names, err := parsePartitions(name, table)
 	if err != nil || len(names) != partitions {
 		return nil, partitionCountError(name, names, err, partitions)
 	}

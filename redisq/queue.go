@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,18 +57,14 @@ type Queue struct {
 	wait   redis.UniversalClient
 	name   string
 	opt    options
-	keys   []string
-	mpref  string // item hash prefix "{dq:NAME}:m:"
-	kpref  string // key prefix "{dq:NAME}:"
-	wpref  string // private waiter key prefix
+	wpref  string // prefix of this Queue value's private keys
 	subsec time.Duration
+	db     *rdb.Runner // the queue's scripts
 	// onNewLife, when set (a partition's Partitioned), runs after
 	// register when a call starts the queue's sequence (see unwrapLife).
 	onNewLife func(context.Context)
 
-	inst      string        // random per Queue value: request ids (runOnce)
-	reqSeq    atomic.Uint64 // request ids (runOnce)
-	waitSeq   atomic.Uint64
+	waitSeq   atomic.Uint64 // numbers this value's private keys
 	enq       enqueueCombiner
 	timer     timerState
 	closeCtx  context.Context
@@ -108,22 +105,27 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 			return nil, err
 		}
 	}
-	p := "{dq:" + name + "}"
 	var inst [8]byte
 	_, _ = rand.Read(inst[:])
+	keys := rdb.QueueKeys(name)
 	q := &Queue{
 		client: client,
 		wait:   client,
 		name:   name,
 		opt:    o,
-		keys:   []string{p + ":sched", p + ":lease", p + ":dead", p + ":wake", p + ":stats", p + ":seq", p + ":timer", p + ":late"},
-		mpref:  p + ":m:",
-		kpref:  p + ":",
-		wpref:  p + ":w:" + hex.EncodeToString(inst[:]) + ":",
-		inst:   "q" + hex.EncodeToString(inst[:]) + ".",
+		wpref:  keys.Private(hex.EncodeToString(inst[:])),
 		subsec: time.Second,
 
 		registered: map[string]bool{},
+	}
+	q.db = &rdb.Runner{
+		Client:         client,
+		Keys:           keys,
+		MigrationWait:  o.migrationWait,
+		Replicas:       o.replicas,
+		ReplicaTimeout: o.replicaTimeout,
+		Inst:           "q" + hex.EncodeToString(inst[:]) + ".", // request ids
+		NewLife:        q.newLife,
 	}
 	if o.waitClient != nil {
 		q.wait = o.waitClient
@@ -149,11 +151,11 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 	if err := q.checkEviction(ctx); err != nil {
 		return nil, err
 	}
-	r, err := q.run(ctx, scriptMigrate, []string{q.kpref + "parts"})
+	partitioned, err := q.db.Migrate(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("redisq: opening queue %q: %w", name, err)
 	}
-	if toInt(r[0]) == 2 {
+	if partitioned {
 		return nil, fmt.Errorf("redisq: %q is a partitioned queue (use OpenPartitioned)", name)
 	}
 	q.register(ctx)
@@ -223,6 +225,17 @@ func msDuration(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// Bounds shared with the scripts (see the storage layer, internal/rdb).
+const (
+	// scriptBatch bounds the work of one claim script whatever the
+	// options: at most this many expired leases and this many due items.
+	scriptBatch = rdb.ScriptBatch
+	// maxDueMS is the latest due time stored (2^53-1 ms, about year
+	// 287,000); minDueMS mirrors it in the past.
+	maxDueMS = rdb.MaxDueMS
+	minDueMS = rdb.MinDueMS
+)
+
 // dueMS is at in whole milliseconds, rounded up (never early) and clamped to
 // [minDueMS, maxDueMS]: Unix milliseconds of the extremes of time.Time
 // overflow int64, and the scripts need exact integers under 1e17.
@@ -277,7 +290,7 @@ func delayUS(d time.Duration) int64 {
 // took it at that moment); a call that sends other calls' items with its own
 // completes that round trip whatever its ctx.
 func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.Time) error {
-	_, err := q.enqueue(ctx, id, payload, "at", dueMS(at))
+	_, err := q.enqueue(ctx, id, payload, rdb.When{V: dueMS(at)})
 	return err
 }
 
@@ -288,7 +301,7 @@ func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.
 // millisecond unless TIME is one). Blocking and outcomes as Enqueue.
 // It returns the due time by the Redis clock.
 func (q *Queue) EnqueueAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (time.Time, error) {
-	return q.enqueue(ctx, id, payload, "after", delayUS(delay))
+	return q.enqueue(ctx, id, payload, rdb.When{After: true, V: delayUS(delay)})
 }
 
 // Cancel removes the item id in any state. It blocks for one round trip,
@@ -307,14 +320,14 @@ func (q *Queue) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	if q.isClosed() {
 		return 0, ErrClosed
 	}
-	r, err := q.runOnce(ctx, scriptCancel, []string{q.itemKey(id)}, id)
+	f, err := q.db.Cancel(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	switch toInt(r[0]) {
-	case 0:
+	switch f {
+	case rdb.NotFound:
 		return 0, ErrNotFound
-	case 2:
+	case rdb.InFlight:
 		return CancelMarked, nil
 	}
 	return CancelRemoved, nil
@@ -327,7 +340,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 // moved, ErrInFlight when the item is leased (nothing changes), ErrNotFound
 // for an unknown id, ErrClosed after Close, or a Redis/context error.
 func (q *Queue) Reschedule(ctx context.Context, id string, at time.Time) error {
-	_, err := q.reschedule(ctx, id, "at", dueMS(at))
+	_, err := q.reschedule(ctx, id, rdb.When{V: dueMS(at)})
 	return err
 }
 
@@ -335,27 +348,27 @@ func (q *Queue) Reschedule(ctx context.Context, id string, at time.Time) error {
 // up to the millisecond as in EnqueueAfter, which it returns. Blocking and
 // outcomes as Reschedule.
 func (q *Queue) RescheduleAfter(ctx context.Context, id string, delay time.Duration) (time.Time, error) {
-	return q.reschedule(ctx, id, "after", delayUS(delay))
+	return q.reschedule(ctx, id, rdb.When{After: true, V: delayUS(delay)})
 }
 
-func (q *Queue) reschedule(ctx context.Context, id, mode string, v int64) (time.Time, error) {
+func (q *Queue) reschedule(ctx context.Context, id string, when rdb.When) (time.Time, error) {
 	if err := checkID(id); err != nil {
 		return time.Time{}, err
 	}
 	if q.isClosed() {
 		return time.Time{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptReschedule, []string{q.itemKey(id)}, id, mode, v)
+	f, due, err := q.db.Reschedule(ctx, id, when)
 	if err != nil {
 		return time.Time{}, err
 	}
-	switch toInt(r[0]) {
-	case 0:
+	switch f {
+	case rdb.NotFound:
 		return time.Time{}, ErrNotFound
-	case 2:
+	case rdb.InFlight:
 		return time.Time{}, ErrInFlight
 	}
-	return msTime(toInt(r[1])), nil
+	return msTime(due), nil
 }
 
 // Take blocks until one item is due and leased to the caller, ctx is done, or
@@ -472,7 +485,7 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 			// claiming: pass it on.
 			c, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			_ = q.client.ZAdd(c, q.keys[3], redis.Z{Score: 0, Member: "w"}).Err()
+			_ = q.client.ZAdd(c, q.db.Keys.Wake, redis.Z{Score: 0, Member: "w"}).Err()
 		}
 	}()
 	// A consumer coming back while this Queue owns the timer waits for its
@@ -586,50 +599,47 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 // time until the next due item or lease deadline, or -1. When the claim gave
 // this Queue the timer, it records the deadline (see timerState).
 func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, time.Duration, error) {
-	s, args := scriptClaim, []interface{}{n, delayUS(q.opt.visibility), q.opt.maxAttempts,
-		delayUS(q.opt.backoffBase), delayUS(q.opt.backoffMax), q.opt.reclaimBatch, q.timerID(), "1"}
-	var extra []string
+	a := rdb.ClaimArgs{N: n, Visibility: delayUS(q.opt.visibility), MaxAttempts: q.opt.maxAttempts,
+		BackoffBase: delayUS(q.opt.backoffBase), BackoffMax: delayUS(q.opt.backoffMax), ReclaimBatch: q.opt.reclaimBatch,
+		TimerID: q.timerID(), Watch: true}
 	if done != nil {
-		s, args = scriptAckClaim, append(args, done.ID, done.token)
-		extra = []string{q.itemKey(done.ID), q.tombKey(done.token)}
+		a.AckID, a.AckToken = done.ID, done.token
 	}
-	r, err := q.run(ctx, s, extra, args...)
+	r, err := q.db.Claim(ctx, a)
 	if err != nil {
 		return nil, 0, err
 	}
-	if toInt(r[1]) == -2 {
+	if r.LeaseLost {
 		return nil, 0, ErrLeaseLost
 	}
-	now := toInt(r[0])
 	next := time.Duration(-1)
-	if v := toInt(r[1]); v >= 0 {
+	if v := r.Next; v >= 0 {
 		if v > int64(24*time.Hour/time.Millisecond) {
 			v = int64(24 * time.Hour / time.Millisecond) // avoid Duration overflow
 		}
 		next = time.Duration(v) * time.Millisecond
 	}
 	switch {
-	case toInt(r[2]) == 1:
+	case r.Timed:
 		q.ownTimer(time.Now().Add(next))
 	case next > 0:
 		q.dropTimer() // another Queue acts first
-	case next == 0 && len(r) > 3:
-		// Due work is left and the script left it to us (ARGV[9]): a
+	case next == 0 && len(r.Items) > 0:
+		// Due work is left and the script left it to us (Watch): a
 		// consumer of ours coming back claims it, else the watch rings.
 		q.ownTimer(time.Now())
 	}
-	var msgs []*Message
-	for i := 3; i+5 < len(r); i += 6 {
-		p, _ := r[i+1].(string)
+	msgs := make([]*Message, 0, len(r.Items))
+	for _, it := range r.Items {
 		msgs = append(msgs, &Message{
 			q:         q,
-			ID:        r[i].(string),
-			Payload:   []byte(p),
-			Attempts:  int(toInt(r[i+2])),
-			Due:       msTime(toInt(r[i+3])),
-			ClaimedAt: msTime(now),
-			Deadline:  msTime(toInt(r[i+5])),
-			token:     r[i+4].(string),
+			ID:        it.ID,
+			Payload:   it.Payload,
+			Attempts:  it.Attempts,
+			Due:       msTime(it.Due),
+			ClaimedAt: msTime(r.Now),
+			Deadline:  msTime(it.Deadline),
+			token:     it.Token,
 		})
 	}
 	return msgs, next, nil
@@ -655,7 +665,7 @@ func (q *Queue) block(ctx context.Context, wait time.Duration, timed bool) (popp
 			defer close(fired)
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			_ = scriptUnblock.Run(c, q.client, []string{key}).Err()
+			_ = q.db.Unblock(c, key)
 		})
 	}
 	stop := context.AfterFunc(ctx, push)
@@ -667,17 +677,17 @@ func (q *Queue) block(ctx context.Context, wait time.Duration, timed bool) (popp
 	}
 	if server >= time.Second {
 		// go-redis extends the read deadline for BZPopMin by its timeout.
-		r, e := q.wait.BZPopMin(ctx, server.Truncate(time.Second), q.keys[3], key).Result()
+		r, e := q.wait.BZPopMin(ctx, server.Truncate(time.Second), q.db.Keys.Wake, key).Result()
 		err = e
-		popped = e == nil && r != nil && r.Key == q.keys[3]
+		popped = e == nil && r != nil && r.Key == q.db.Keys.Wake
 	} else {
 		if server > q.subsec {
 			server = q.subsec
 		}
 		secs := strconv.FormatFloat(server.Seconds(), 'f', 3, 64)
-		r, e := q.wait.Do(ctx, "bzpopmin", q.keys[3], key, secs).Slice()
+		r, e := q.wait.Do(ctx, "bzpopmin", q.db.Keys.Wake, key, secs).Slice()
 		err = e
-		popped = e == nil && len(r) > 0 && r[0] == q.keys[3]
+		popped = e == nil && len(r) > 0 && r[0] == q.db.Keys.Wake
 	}
 	stopped := stop()
 	if timer != nil && !timer.Stop() {
@@ -720,61 +730,38 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	if q.isClosed() {
 		return Stats{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptStats, nil)
+	r, err := q.db.Stats(ctx)
 	if err != nil {
 		return Stats{}, err
 	}
-	now := toInt(r[0])
 	s := Stats{
-		Now:        msTime(now),
-		Scheduled:  toInt(r[1]),
-		DueBacklog: toInt(r[2]),
-		InFlight:   toInt(r[4]),
-		Dead:       toInt(r[5]),
+		Now:        msTime(r.Now),
+		Scheduled:  r.Scheduled,
+		DueBacklog: r.Due,
+		InFlight:   r.InFlight,
+		Dead:       r.Dead,
 		Counters:   map[string]int64{},
+		Paused:     r.Paused,
 	}
-	// r[3] is nil when sched is empty; any score (before 1970 too) is a head.
-	if r[3] != nil {
-		if hs := toInt(r[3]); hs <= now {
-			s.OldestOverdue = msDuration(now - hs)
-		}
+	if r.HasHead && r.Head <= r.Now {
+		s.OldestOverdue = msDuration(r.Now - r.Head)
 	}
-	c, _ := r[6].([]interface{})
-	for i := 0; i+1 < len(c); i += 2 {
-		k, _ := c[i].(string)
-		s.Counters[k] = toInt(c[i+1])
+	for k, v := range r.Counters {
+		s.Counters[k] = v
 	}
-	l, _ := r[7].([]interface{})
-	s.Lateness = latenessFrom(l)
+	s.Lateness = latenessFrom(r.Lateness)
 	// Every delivery adds one count to the lateness histogram, and every new
 	// item takes one sequence number that no requeue took (see next_seq).
-	for k, v := range map[string]int64{"delivered": s.Lateness.Count(), "enqueued": newItems(r[8])} {
+	for k, v := range map[string]int64{"delivered": s.Lateness.Count(), "enqueued": r.NewItems} {
 		if v != 0 {
 			s.Counters[k] = v
 		}
 	}
 	s.StatsCounters = countersFrom(s.Counters)
-	if f, _ := r[8].([]interface{}); len(f) > 3 && f[3] != nil {
-		s.Paused = true
-		if ms := toMS(f[3]); ms > 1 {
-			s.PausedSince = msTime(ms)
-		}
+	if r.PausedAt > 0 {
+		s.PausedSince = msTime(r.PausedAt)
 	}
 	return s, nil
-}
-
-// newItems is the count of new items from the sequence hash's n, s0 and r
-// (nil before the first item).
-func newItems(v interface{}) int64 {
-	f, _ := v.([]interface{})
-	if len(f) < 3 || f[0] == nil || f[1] == nil {
-		return 0
-	}
-	n, s0, r := toInt(f[0]), toInt(f[1]), int64(0)
-	if f[2] != nil {
-		r = toInt(f[2])
-	}
-	return n - s0 - r
 }
 
 // DeadIDs returns up to limit ids from the dead set, oldest death first (one
@@ -786,7 +773,7 @@ func (q *Queue) DeadIDs(ctx context.Context, limit int64) ([]string, error) {
 	if limit < 1 {
 		return nil, nil
 	}
-	mem, err := q.client.ZRange(ctx, q.keys[2], 0, limit-1).Result()
+	mem, err := q.client.ZRange(ctx, q.db.Keys.Dead, 0, limit-1).Result()
 	if err != nil {
 		return nil, err
 	}

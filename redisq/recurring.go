@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 // Recurring registrations: a job registered by name with a schedule and a
@@ -181,107 +182,6 @@ func checkRegName(name string) error {
 	return nil
 }
 
-// luaRec is luaCommon (which names the queue's keys from ARGV[1]) and what
-// the recurring scripts share: the registration's key, occ_add, which
-// writes an occurrence's item as Enqueue does (the same hash fields, a
-// member from the queue's sequence, so that Stats counts it as enqueued),
-// arm, which rings the wake marker when one of the new members is the head
-// of sched, and changed, which adds an entry to the change feed. Each
-// script declares in KEYS exactly the keys it may touch, and reads a key
-// it finds while running (an item behind the registration's id field)
-// before its first write.
-const luaRecFuncs = `
-local K_RECS, K_RECX = K_PREFIX .. 'recs', K_PREFIX .. 'recx'
-local function rec_key(name) return K_PREFIX .. 'rec:' .. name end
-local function fmt(x) return string.format('%d', x) end
-local function occ_add(id, due, p, now)
-  local mem = new_member(id)
-  redis.call('HSET', ARGV[1] .. id, 'p', p, 'due', fmt(due), 'att', 0, 'st', 's', 'mem', mem, 'enq', fmt(now))
-  redis.call('ZADD', K_SCHED, fmt(due), mem)
-  return mem
-end
-local function arm(mems)
-  local head = redis.call('ZRANGE', K_SCHED, 0, 0)
-  if head[1] and mems[head[1]] then redis.call('ZADD', K_WAKE, 0, 'w') end
-end
-local function changed(name)
-  redis.call('XADD', K_RECX, 'MAXLEN', '100', '*', 'n', name)
-end
-`
-
-var luaRec = luaCommon + luaRecFuncs
-
-// recKey, recsKey and recxKey are the registration name's hash, the index
-// of names and the change feed.
-func (q *Queue) recKey(name string) string { return q.kpref + "rec:" + name }
-func (q *Queue) recsKey() string           { return q.kpref + "recs" }
-func (q *Queue) recxKey() string           { return q.kpref + "recx" }
-
-// register: KEYS sched, wake, stats, seq, the registration's hash, recs,
-// recx, and the items of ARGV[8] and ARGV[10]. ARGV[2] name, ARGV[3] the
-// schedule's text, ARGV[4] payload, ARGV[5] catch-up bound, ARGV[6]
-// version, ARGV[7] and ARGV[8] the first occurrence (ms) and its item id
-// if the registration is new, ARGV[9] and ARGV[10] if it exists (the first
-// after now), ARGV[11] request id. Returns {code, now, at, x}: 1 created
-// or 2 updated (at the first occurrence), 3 unchanged, 4 stale (x the
-// stored version), 5 retry (the first occurrence given is not after the
-// last one that has come, x: compute it again after x); a rerun of the
-// request returns its first reply (rq, rr in the registration's hash).
-//
-// An update cancels the item of the last occurrence enqueued if it is
-// still scheduled and not yet due (that occurrence of the old registration
-// has not come), and keeps the watermark's promise: an occurrence that has
-// come is never enqueued again.
-var scriptRegister = newScript(luaRec+`
-local R = rec_key(ARGV[2])
-local f = redis.call('HMGET', R, 's', 'p', 'cu', 'v', 'g', 'id', 'at', 'pv', 'rq', 'rr')
-local now = now_ms()
-local again = replay(f[9], f[10], false)
-if again then return {again[1], now, again[2], 0} end
-local code, first, fid, g, pv = 1, tonumber(ARGV[7]), ARGV[8], 1, nil
-local old = nil
-if f[1] then
-  local v = tonumber(f[4])
-  if tonumber(ARGV[6]) < v then
-    redis.call('HSET', R, 'sn', fmt(now))
-    return {4, now, tonumber(f[7]), v}
-  end
-  if f[1] == ARGV[3] and f[2] == ARGV[4] and f[3] == ARGV[5] then
-    redis.call('HSET', R, 'sn', fmt(now))
-    if tonumber(ARGV[6]) > v then redis.call('HSET', R, 'v', ARGV[6]) end
-    return {3, now, tonumber(f[7]), 0}
-  end
-  code, first, fid, g = 2, tonumber(ARGV[9]), ARGV[10], tonumber(f[5]) + 1
-  local at = tonumber(f[7])
-  if at <= now then
-    if first <= at then return {5, now, at, at} end
-    pv = at
-  end
-  -- Found while running: read before the first write.
-  if f[6] then old = redis.call('HMGET', ARGV[1] .. f[6], 'st', 'mem', 'due') end
-end
-local exists = redis.call('EXISTS', ARGV[1] .. fid) == 1
-if old and old[1] == 's' and tonumber(old[3]) > now then
-  redis.call('ZREM', K_SCHED, old[2])
-  redis.call('DEL', ARGV[1] .. f[6])
-  redis.call('HINCRBY', K_STATS, 'cancelled', 1)
-  if f[6] == fid then exists = false end
-end
-if not exists then
-  local m = {}
-  m[occ_add(fid, first, ARGV[4], now)] = true
-  arm(m)
-end
-redis.call('HSET', R, 's', ARGV[3], 'p', ARGV[4], 'cu', ARGV[5], 'v', ARGV[6], 'g', fmt(g), 'ut', fmt(now),
-  'at', fmt(first), 'id', fid, 'sn', fmt(now), 'rq', ARGV[#ARGV], 'rr', enc({code, first}))
-redis.call('HDEL', R, 'end')
-if code == 1 then redis.call('HSET', R, 'ct', fmt(now)) end
-if pv then redis.call('HSET', R, 'pv', fmt(pv)) end
-redis.call('ZADD', K_RECS, 0, ARGV[2])
-changed(ARGV[2])
-return {code, now, first, 0}
-`, kSched, kWake, kStats, kSeq).acked()
-
 // Register registers (or replaces) the recurring job name of the queue:
 // at each occurrence of s an item with payload is enqueued, its id
 // OccurrenceID(name, occurrence) and due at the occurrence, an ordinary
@@ -365,26 +265,21 @@ func (q *Queue) registerAfter(ctx context.Context, name string, sched Schedule, 
 			first = dueMS(c.first)
 		}
 		fid, uid := occurrenceID(name, first), occurrenceID(name, upd)
-		extra := []string{q.recKey(name), q.recsKey(), q.recxKey(), q.itemKey(fid), q.itemKey(uid)}
-		r, err := q.runOnce(ctx, scriptRegister, extra, name, text, payload, strconv.Itoa(c.catchUp),
-			strconv.FormatInt(c.version, 10), first, fid, upd, uid)
+		r, err := q.db.Register(ctx, rdb.RegisterArgs{Name: name, Spec: text, Payload: payload, CatchUp: c.catchUp,
+			Version: c.version, First: first, FirstID: fid, Update: upd, UpdateID: uid})
 		if err != nil {
 			return 0, err
 		}
-		switch code := toInt(r[0]); code {
-		case 1, 2, 3, 4:
-			q.regMu.Lock()
-			q.registered[name] = true
-			q.regMu.Unlock()
-			return RegisterOutcome(code), nil
-		case 5:
+		if r.Code == 5 {
 			// The last occurrence that has come is at or after the first
 			// one computed from our TIME: start after it.
-			after = max(toInt(r[1]), toInt(r[3]))
+			after = r.RetryAfter
 			continue
-		default:
-			return 0, fmt.Errorf("redisq: register: unexpected reply %v", r)
 		}
+		q.regMu.Lock()
+		q.registered[name] = true
+		q.regMu.Unlock()
+		return RegisterOutcome(r.Code), nil
 	}
 	return 0, errors.New("redisq: register: the registration kept changing; try again")
 }
@@ -404,30 +299,6 @@ func nextOccurrence(s Schedule, ms int64) (next int64, ok bool, err error) {
 	return n, true, nil
 }
 
-// unregister: KEYS sched, stats, the registration's hash, recs, recx,
-// and the reply key of the request. ARGV[2] name, ARGV[3] request id.
-// Returns {0} not found, {1, c} removed, c 1 when the item of the last
-// occurrence enqueued was scheduled and is cancelled; a rerun of the
-// request returns its first reply.
-var scriptUnregister = newScript(luaRec+`
-local R = rec_key(ARGV[2])
-local id = redis.call('HGET', R, 'id')
-if not id then return replay(nil, nil, true) or {0} end
--- Found while running: read before the first write.
-local it = redis.call('HMGET', ARGV[1] .. id, 'st', 'mem')
-local c = 0
-if it[1] == 's' then
-  redis.call('ZREM', K_SCHED, it[2])
-  redis.call('DEL', ARGV[1] .. id)
-  redis.call('HINCRBY', K_STATS, 'cancelled', 1)
-  c = 1
-end
-redis.call('DEL', R)
-redis.call('ZREM', K_RECS, ARGV[2])
-changed(ARGV[2])
-return done_gone({1, c})
-`, kSched, kStats).withRID().acked()
-
 // Unregister removes the registration name: no keeper enqueues another
 // occurrence of it, and the item of the last occurrence enqueued is
 // cancelled if it is still scheduled (due or not); one already taken runs
@@ -444,17 +315,17 @@ func (q *Queue) Unregister(ctx context.Context, name string) (cancelled bool, er
 	if q.isClosed() {
 		return false, ErrClosed
 	}
-	r, err := q.runOnce(ctx, scriptUnregister, []string{q.recKey(name), q.recsKey(), q.recxKey()}, name)
+	found, cancelled, err := q.db.Unregister(ctx, name)
 	if err != nil {
 		return false, err
 	}
 	q.regMu.Lock()
 	delete(q.registered, name)
 	q.regMu.Unlock()
-	if toInt(r[0]) == 0 {
+	if !found {
 		return false, ErrNotFound
 	}
-	return toInt(r[1]) == 1, nil
+	return cancelled, nil
 }
 
 // Registration is one recurring registration of a queue, as Registrations
@@ -523,132 +394,56 @@ func (r Registration) Orphaned(now time.Time) bool {
 	return r.Seen.IsZero() || now.Sub(r.Seen) > OrphanAfter
 }
 
-// regFields is the number of reply elements per registration of the list
-// and get scripts.
-const regFields = 17
-
-// luaRegOut defines reg_out(out, name, withp): it appends the registration
-// name's fields (name, s, cu, v, ct, ut, g, at, pv, end, id, rn, sn, the
-// state and due time of the item of id, payload size, payload or an empty
-// string) to out, or nothing when its hash is missing. Its hash and that
-// item's are found while running; the scripts using it do not write.
-const luaRegOut = `
-local function reg_out(out, name, withp)
-  local R = rec_key(name)
-  local f = redis.call('HMGET', R, 's', 'cu', 'v', 'ct', 'ut', 'g', 'at', 'pv', 'end', 'id', 'rn', 'sn')
-  if not f[1] then return end
-  out[#out + 1] = name
-  for i = 1, 12 do out[#out + 1] = f[i] or '' end
-  local it = {}
-  if f[10] then it = redis.call('HMGET', ARGV[1] .. f[10], 'st', 'due') end
-  out[#out + 1] = it[1] or ''
-  out[#out + 1] = it[2] or ''
-  out[#out + 1] = redis.call('HSTRLEN', R, 'p')
-  if withp then out[#out + 1] = redis.call('HGET', R, 'p') or '' else out[#out + 1] = '' end
-end
-`
-
-// list registrations: KEYS recs, recx; the registrations' hashes are found
-// while running (the script does not write). ARGV[2] the name after which the
-// page starts ("" for the first), ARGV[3] the page size. Returns {now, the
-// change feed's last entry id ("0-0" if none), the number of names read,
-// the last of them, registration...} (see reg_out), without payloads.
-// Bounded by the page size.
-var scriptRecList = newScript(luaRec + luaRegOut + `
-local start = '-'
-if ARGV[2] ~= '' then start = '(' .. ARGV[2] end
-local names = redis.call('ZRANGE', K_RECS, start, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[3]))
-local feed = redis.call('XREVRANGE', K_RECX, '+', '-', 'COUNT', 1)
-local out = {(now_ms()), '0-0', #names, names[#names] or ''}
-if feed[1] then out[2] = feed[1][1] end
-for _, n in ipairs(names) do reg_out(out, n, false) end
-return out
-`)
-
 // regPage is how many registrations one list script reads.
 const regPage = 100
-
-// regRow is a registration as the list script returns it, with the
-// fields the keeper needs parsed.
-type regRow struct {
-	name, spec, id string
-	catchUp        int
-	version        int64
-	created        int64
-	updated        int64
-	gen            int64
-	at, prev       int64
-	hasPrev, ended bool
-	extra, seen    int64  // the last extra run (RunNow) and the last sighting (ms), 0 if none
-	itemState      string // the state code of the item of id ("" when it is gone)
-	itemDue        int64  // its due time (ms)
-	size           int64
-	payload        string
-}
-
-func parseRegRows(r []interface{}) []regRow {
-	var rows []regRow
-	for i := 0; i+regFields <= len(r); i += regFields {
-		s := func(j int) string { v, _ := r[i+j].(string); return v }
-		n := func(j int) int64 { return toInt(r[i+j]) }
-		rows = append(rows, regRow{
-			name: s(0), spec: s(1), catchUp: int(n(2)), version: n(3), created: n(4), updated: n(5),
-			gen: n(6), at: n(7), prev: n(8), hasPrev: s(8) != "", ended: s(9) == "1", id: s(10),
-			extra: n(11), seen: n(12), itemState: s(13), itemDue: toMS(r[i+14]),
-			size: n(15), payload: s(16),
-		})
-	}
-	return rows
-}
 
 // listRegs reads every registration, a page of regPage per script, and
 // returns them, Redis TIME at the first page and the change feed's last
 // entry id then. The pages are not one snapshot: a registration changed
 // meanwhile may be read before or after its change.
-func (q *Queue) listRegs(ctx context.Context) (rows []regRow, now int64, feed string, err error) {
-	keys := []string{q.recsKey(), q.recxKey()}
+func (q *Queue) listRegs(ctx context.Context) (rows []rdb.Reg, now int64, feed string, err error) {
 	after := ""
 	for first := true; ; first = false {
-		r, err := q.run(ctx, scriptRecList, keys, after, regPage)
+		p, err := q.db.RecList(ctx, after, regPage)
 		if err != nil {
 			return nil, 0, "", err
 		}
 		if first {
-			now, feed = toInt(r[0]), fmt.Sprint(r[1])
+			now, feed = p.Now, p.Feed
 		}
-		rows = append(rows, parseRegRows(r[4:])...)
-		if toInt(r[2]) < regPage {
+		rows = append(rows, p.Regs...)
+		if p.Read < regPage {
 			return rows, now, feed, nil
 		}
-		after = fmt.Sprint(r[3])
+		after = p.Last
 	}
 }
 
 // registration makes the exported view of a row read at Redis time now.
-func registration(row regRow, now int64) Registration {
+func registration(row rdb.Reg, now int64) Registration {
 	g := Registration{
-		Name:        row.name,
-		Spec:        row.spec,
-		CatchUp:     row.catchUp,
-		Version:     row.version,
-		Created:     msTime(row.created),
-		Updated:     msTime(row.updated),
-		Enqueued:    msTime(row.at),
-		EnqueuedID:  row.id,
-		Ended:       row.ended,
-		PayloadSize: row.size,
+		Name:        row.Name,
+		Spec:        row.Spec,
+		CatchUp:     row.CatchUp,
+		Version:     row.Version,
+		Created:     msTime(row.Created),
+		Updated:     msTime(row.Updated),
+		Enqueued:    msTime(row.At),
+		EnqueuedID:  row.ID,
+		Ended:       row.Ended,
+		PayloadSize: row.Size,
 	}
-	if row.seen > 0 {
-		g.Seen = msTime(row.seen)
+	if row.Seen > 0 {
+		g.Seen = msTime(row.Seen)
 	}
-	g.Schedule, g.SpecErr = ParseSchedule(row.spec)
+	g.Schedule, g.SpecErr = ParseSchedule(row.Spec)
 	// after is the schedule's occurrence after the watermark, which a
 	// keeper enqueues when the watermark comes.
 	after := func() time.Time {
-		if g.Schedule == nil || row.ended {
+		if g.Schedule == nil || row.Ended {
 			return time.Time{}
 		}
-		if n, ok, err := nextOccurrence(g.Schedule, row.at); err == nil && ok {
+		if n, ok, err := nextOccurrence(g.Schedule, row.At); err == nil && ok {
 			return msTime(n)
 		}
 		return time.Time{}
@@ -660,33 +455,33 @@ func registration(row regRow, now int64) Registration {
 			last, hasLast = t, true
 		}
 	}
-	if row.at > now {
-		if row.hasPrev {
-			setLast(row.prev)
+	if row.At > now {
+		if row.HasPrev {
+			setLast(row.Prev)
 		}
 		// The occurrence enqueued has not come. Its item runs at its time
 		// unless an operator moved, cancelled or deleted it; the series
 		// goes on at the watermark all the same.
-		switch pending := row.itemState == "s"; {
-		case pending && row.itemDue == row.at:
-			g.Next = msTime(row.at)
-		case pending && row.itemDue > now:
-			g.Next = msTime(row.itemDue)
+		switch pending := row.ItemState == "s"; {
+		case pending && row.ItemDue == row.At:
+			g.Next = msTime(row.At)
+		case pending && row.ItemDue > now:
+			g.Next = msTime(row.ItemDue)
 			if a := after(); !a.IsZero() && a.Before(g.Next) {
 				g.Next = a
 			}
 		default:
 			g.Next = after()
-			if row.itemState != "" && row.itemDue != row.at && row.itemDue <= now {
-				setLast(row.itemDue) // moved to run early
+			if row.ItemState != "" && row.ItemDue != row.At && row.ItemDue <= now {
+				setLast(row.ItemDue) // moved to run early
 			}
 		}
 	} else {
-		setLast(row.at)
+		setLast(row.At)
 		g.Next = after()
 	}
-	if row.extra > 0 {
-		setLast(row.extra)
+	if row.Extra > 0 {
+		setLast(row.Extra)
 	}
 	if hasLast {
 		g.Last = msTime(last)
@@ -714,14 +509,6 @@ func (q *Queue) Registrations(ctx context.Context) ([]Registration, error) {
 	return out, nil
 }
 
-// get registration: KEYS the registration's hash. ARGV[2] name. Returns
-// {now, registration} with the payload, or {now} when not found.
-var scriptRecGet = newScript(luaRec + luaRegOut + `
-local out = {(now_ms())}
-reg_out(out, ARGV[2], true)
-return out
-`)
-
 // Registration returns the registration name with its payload (one
 // round trip), ErrNotFound if there is none, ErrClosed after Close, or a
 // Redis/context error.
@@ -732,15 +519,14 @@ func (q *Queue) Registration(ctx context.Context, name string) (Registration, er
 	if q.isClosed() {
 		return Registration{}, ErrClosed
 	}
-	r, err := q.run(ctx, scriptRecGet, []string{q.recKey(name)}, name)
+	now, row, ok, err := q.db.RecGet(ctx, name)
 	if err != nil {
 		return Registration{}, err
 	}
-	rows := parseRegRows(r[1:])
-	if len(rows) == 0 {
+	if !ok {
 		return Registration{}, ErrNotFound
 	}
-	g := registration(rows[0], toInt(r[0]))
-	g.Payload = []byte(rows[0].payload)
+	g := registration(row, now)
+	g.Payload = []byte(row.Payload)
 	return g, nil
 }

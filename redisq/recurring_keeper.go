@@ -3,11 +3,11 @@ package redisq
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -69,7 +69,7 @@ func (q *Queue) KeepRecurring(ctx context.Context) error {
 		regs:   map[string]*keptReg{},
 		specs:  map[string]specParse{},
 		warned: map[string]int64{},
-		feed:   q.recxKey(),
+		feed:   q.db.Keys.Recx,
 		priv:   q.wpref + "k" + strconv.FormatUint(q.waitSeq.Add(1), 10),
 	}
 	k.run(ctx)
@@ -115,16 +115,6 @@ func (k *keeper) setNow(ms int64) { k.base, k.baseAt = ms, time.Now() }
 // since the last script (the scripts check what matters by TIME).
 func (k *keeper) now() int64 { return k.base + time.Since(k.baseAt).Milliseconds() }
 
-// stopFeed: KEYS a keeper's private stream. Ends that keeper's blocked
-// XREAD (the key expires within a minute).
-var scriptStopFeed = redis.NewScript(scriptStopFeedSrc)
-
-const scriptStopFeedSrc = `
-redis.call('XADD', KEYS[1], '*', 'x', '1')
-redis.call('PEXPIRE', KEYS[1], 60000)
-return 1
-`
-
 func (k *keeper) run(ctx context.Context) {
 	changes := make(chan struct{}, 1)
 	var watcher sync.WaitGroup
@@ -132,7 +122,7 @@ func (k *keeper) run(ctx context.Context) {
 	defer func() {
 		if started {
 			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_ = scriptStopFeed.Run(c, k.q.client, []string{k.priv}).Err()
+			_ = k.q.db.StopFeed(c, k.priv)
 			cancel()
 			watcher.Wait()
 		}
@@ -264,20 +254,20 @@ func (k *keeper) readAll(ctx context.Context) (string, error) {
 	regs := make(map[string]*keptReg, len(rows))
 	specs := make(map[string]specParse, len(k.specs))
 	for _, row := range rows {
-		sp, ok := specs[row.spec]
+		sp, ok := specs[row.Spec]
 		if !ok {
-			if sp, ok = k.specs[row.spec]; !ok {
-				s, err := ParseSchedule(row.spec)
+			if sp, ok = k.specs[row.Spec]; !ok {
+				s, err := ParseSchedule(row.Spec)
 				sp = specParse{s, err}
 			}
-			specs[row.spec] = sp
+			specs[row.Spec] = sp
 		}
-		if sp.err != nil && k.warned[row.name] != row.gen {
-			k.warned[row.name] = row.gen
+		if sp.err != nil && k.warned[row.Name] != row.Gen {
+			k.warned[row.Name] = row.Gen
 			k.q.opt.logger.Warn("redisq: recurring registration not kept by this process: its schedule cannot be computed here",
-				"queue", k.q.name, "registration", row.name, "spec", row.spec, "err", sp.err)
+				"queue", k.q.name, "registration", row.Name, "spec", row.Spec, "err", sp.err)
 		}
-		regs[row.name] = &keptReg{name: row.name, sched: sp.s, catchUp: row.catchUp, gen: row.gen, at: row.at, ended: row.ended}
+		regs[row.Name] = &keptReg{name: row.Name, sched: sp.s, catchUp: row.CatchUp, gen: row.Gen, at: row.At, ended: row.Ended}
 	}
 	k.regs, k.specs = regs, specs
 	return feedID, nil
@@ -322,55 +312,6 @@ func (k *keeper) advanceDue(ctx context.Context) (again bool, err error) {
 	return again, nil
 }
 
-// advance: KEYS sched, seq, wake, the registration's hash, and the item
-// of each occurrence of the plan. ARGV[2] name, ARGV[3] generation and
-// ARGV[4] watermark (ms) the plan was computed from, ARGV[5] the first
-// occurrence the plan skips ("" if none), ARGV[6] "1" when the series ends
-// after the plan, then pairs: an occurrence (ms) and its item id,
-// increasing, each after the watermark. Returns {1, now} when done (the
-// occurrences whose item exists are not enqueued again); {0, now, g, at,
-// end} when the registration is not at that generation and watermark, or
-// has ended (g 0: it is gone), and nothing is done; {2, now} when the
-// watermark has not come yet; {3, now} when the occurrence the plan skips
-// has not come yet by the Redis clock (compute the plan again).
-//
-// The compare-and-set on the watermark is what makes the keepers' racing
-// calls enqueue each occurrence once: the first sets the watermark to the
-// last occurrence it enqueued, and the others find it moved.
-var scriptAdvance = newScript(luaRec+`
-local R = rec_key(ARGV[2])
-local f = redis.call('HMGET', R, 'g', 'at', 'end')
-local now = now_ms()
-if not f[1] then return {0, now, 0, 0, 0} end
-if tonumber(f[1]) ~= tonumber(ARGV[3]) or tonumber(f[2]) ~= tonumber(ARGV[4]) or f[3] then
-  local e = 0
-  if f[3] then e = 1 end
-  return {0, now, tonumber(f[1]), tonumber(f[2]), e}
-end
-if tonumber(f[2]) > now then return {2, now} end
-if ARGV[5] ~= '' and tonumber(ARGV[5]) > now then return {3, now} end
-local k = (#ARGV - 6) / 2
-local ex = {}
-for i = 1, k do ex[i] = redis.call('EXISTS', ARGV[1] .. ARGV[6 + 2 * i]) end
-local p = nil
-local mems, pv, last, lastid = {}, tonumber(f[2]), nil, nil
-for i = 1, k do
-  local due, id = tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
-  if ex[i] == 0 then
-    if not p then p = redis.call('HGET', R, 'p') or '' end
-    mems[occ_add(id, due, p, now)] = true
-  end
-  if last then pv = last end
-  last, lastid = due, id
-end
-if last then
-  redis.call('HSET', R, 'at', fmt(last), 'id', lastid, 'pv', fmt(pv))
-  arm(mems)
-end
-if ARGV[6] == '1' then redis.call('HSET', R, 'end', '1') end
-return {1, now}
-`, kSched, kSeq, kWake).acked()
-
 // advance runs the advance script once for r. done: r is up to date (its
 // watermark is its next occurrence, not yet due, or it ended); changed:
 // its definition changed or it is gone (read the registrations again).
@@ -383,28 +324,16 @@ func (k *keeper) advance(ctx context.Context, r *keptReg) (done, changed bool, e
 		r.sched = nil
 		return true, false, nil
 	}
-	keys := make([]string, 0, 1+len(occ))
-	keys = append(keys, k.q.recKey(r.name))
-	args := make([]interface{}, 0, 5+2*len(occ))
-	skipArg, endArg := "", "0"
-	if hasSkip {
-		skipArg = strconv.FormatInt(skip, 10)
-	}
-	if end {
-		endArg = "1"
-	}
-	args = append(args, r.name, r.gen, r.at, skipArg, endArg)
+	a := rdb.AdvanceArgs{Name: r.name, Gen: r.gen, At: r.at, Skip: skip, HasSkip: hasSkip, End: end}
 	for _, o := range occ {
-		id := occurrenceID(r.name, o)
-		keys = append(keys, k.q.itemKey(id))
-		args = append(args, o, id)
+		a.Occ = append(a.Occ, rdb.Occurrence{At: o, ID: occurrenceID(r.name, o)})
 	}
-	res, err := k.q.run(ctx, scriptAdvance, keys, args...)
+	res, err := k.q.db.Advance(ctx, a)
 	if err != nil {
 		return false, false, err
 	}
-	k.setNow(toInt(res[1]))
-	switch toInt(res[0]) {
+	k.setNow(res.Now)
+	switch res.Code {
 	case 1:
 		if len(occ) > 0 {
 			r.at = occ[len(occ)-1]
@@ -412,17 +341,15 @@ func (k *keeper) advance(ctx context.Context, r *keptReg) (done, changed bool, e
 		r.ended = end
 		return r.ended || r.at > k.now(), false, nil
 	case 0:
-		if g := toInt(res[2]); g != r.gen {
+		if res.Gen != r.gen {
 			return false, true, nil
 		}
-		r.at, r.ended = toInt(res[3]), toInt(res[4]) == 1
+		r.at, r.ended = res.At, res.Ended
 		return r.ended || r.at > k.now(), false, nil
 	case 2:
 		return true, false, nil // not due yet by Redis: wait for it
-	case 3:
-		return false, false, nil // compute again from the clock just read
 	}
-	return false, false, fmt.Errorf("redisq: advance: unexpected reply %v", res)
+	return false, false, nil // 3: compute again from the clock just read
 }
 
 // plan returns the occurrences to enqueue after r's watermark, which has
@@ -451,22 +378,6 @@ func (k *keeper) plan(r *keptReg, now int64) (occ []int64, skip int64, hasSkip, 
 	return append(occ, n), c, true, false, nil
 }
 
-// seen: KEYS the hashes of the registrations ARGV[2...]. Records Redis
-// TIME as their sighting (sn) in those that exist: live code registers
-// them (see Registration.Seen). Returns {the number recorded}.
-var scriptSeen = newScript(luaRec + `
-local now = now_ms()
-local n = 0
-for i = 2, #ARGV do
-  local R = rec_key(ARGV[i])
-  if redis.call('EXISTS', R) == 1 then
-    redis.call('HSET', R, 'sn', fmt(now))
-    n = n + 1
-  end
-end
-return {n}
-`)
-
 // markSeen records the registrations this Queue value registered as seen,
 // one script per regPage of them.
 func (q *Queue) markSeen(ctx context.Context) error {
@@ -479,12 +390,7 @@ func (q *Queue) markSeen(ctx context.Context) error {
 	for len(names) > 0 {
 		page := names[:min(len(names), regPage)]
 		names = names[len(page):]
-		keys := make([]string, len(page))
-		args := make([]interface{}, len(page))
-		for i, n := range page {
-			keys[i], args[i] = q.recKey(n), n
-		}
-		if _, err := q.run(ctx, scriptSeen, keys, args...); err != nil {
+		if err := q.db.Seen(ctx, page); err != nil {
 			return err
 		}
 	}

@@ -853,7 +853,7 @@ func TestClusterRecurringThroughSlotMigration(t *testing.T) {
 	}()
 	for range 2 {
 		time.Sleep(1500 * time.Millisecond)
-		src, err := c.MasterOf(ctx, q.keys[kSched])
+		src, err := c.MasterOf(ctx, q.db.Keys.Sched)
 		require.NoError(t, err)
 		var dst *redistest.Server
 		for _, s := range c.Servers {
@@ -862,7 +862,7 @@ func TestClusterRecurringThroughSlotMigration(t *testing.T) {
 				break
 			}
 		}
-		t.Logf("moved the slot in %v", migrateSlot(t, c, q.keys[kSched], dst))
+		t.Logf("moved the slot in %v", migrateSlot(t, c, q.db.Keys.Sched, dst))
 	}
 	require.NoError(t, <-consumed)
 	requireConsecutive(t, Every(time.Second), got["tick"][:n])

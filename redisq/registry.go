@@ -59,6 +59,18 @@ func (q *Queue) register(ctx context.Context) {
 	}
 }
 
+// newLife runs when a call of this Queue value started the queue's
+// sequence: the first write of the queue, or of its new life after
+// Destroy, which removed its name from RegistryKey. It adds the name again
+// (once per life, whichever Queue value in whichever process writes
+// first), and for a partition also its partitioned queue's.
+func (q *Queue) newLife(ctx context.Context) {
+	q.register(ctx)
+	if q.onNewLife != nil {
+		q.onNewLife(ctx)
+	}
+}
+
 // unregister removes the queue's name from RegistryKey at the end of
 // Destroy, given Destroy's result so far: after a complete Destroy
 // (err nil) and when the queue had no data (ErrNoQueue, so that a name

@@ -23,7 +23,7 @@ func seed(t testing.TB, q *Queue, ids []string) {
 		chunk := ids[start:min(start+1000, len(ids))]
 		cmds, err := q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, id := range chunk {
-				scriptEnqueue.EvalSha(ctx, p, q.keys, q.mpref, id, "payload-"+id, "after", 0)
+				scriptEnqueue.EvalSha(ctx, p, []string{q.db.Keys.Sched, q.db.Keys.Wake, q.db.Keys.Seq, q.itemKey(id)}, q.db.Keys.Items, id, "payload-"+id, "after", 0)
 			}
 			return nil
 		})
@@ -126,9 +126,9 @@ func TestKilledConsumerRedelivery(t *testing.T) {
 	require.Equal(t, "job", f[1])
 	require.Equal(t, "1", f[3])
 	token := f[2]
-	mem, err := c.HGet(ctx, q.mpref+"job", "mem").Result()
+	mem, err := c.HGet(ctx, q.db.Keys.Items+"job", "mem").Result()
 	require.NoError(t, err)
-	deadline, err := c.ZScore(ctx, q.keys[1], mem).Result()
+	deadline, err := c.ZScore(ctx, q.db.Keys.Lease, mem).Result()
 	require.NoError(t, err)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -281,14 +281,14 @@ func (tr *traffic) verify(t *testing.T, q *Queue) {
 	ctx := context.Background()
 	lost, resurrected := 0, 0
 	for id := range tr.enqOK {
-		n, err := q.client.Exists(ctx, q.mpref+id).Result()
+		n, err := q.client.Exists(ctx, q.db.Keys.Items+id).Result()
 		require.NoError(t, err)
 		if n == 0 && !tr.ackOK[id] && !tr.ackTried[id] {
 			lost++
 		}
 	}
 	for id := range tr.ackOK {
-		n, err := q.client.Exists(ctx, q.mpref+id).Result()
+		n, err := q.client.Exists(ctx, q.db.Keys.Items+id).Result()
 		require.NoError(t, err)
 		resurrected += int(n)
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 // Issue 25 moves every script into one storage layer. Its contract: the
@@ -18,13 +20,7 @@ var updateScripts = goflag.Bool("update-scripts", false, "rewrite testdata/scrip
 
 // scriptTexts returns the text of every script, sorted.
 func scriptTexts() []string {
-	var out []string
-	for _, s := range scriptsBySHA {
-		out = append(out, s.src)
-	}
-	for _, s := range []string{scriptPartitionsSrc, scriptStopFeedSrc, scriptUnblockSrc} {
-		out = append(out, s)
-	}
+	out := rdb.Sources()
 	slices.Sort(out)
 	return out
 }

@@ -66,11 +66,11 @@ func (q *Queue) eachQueueKey(ctx context.Context, prefix string, fn func([]strin
 	if !ok {
 		return 0, scanKeys(ctx, q.client, globEscape(prefix)+"*", fn)
 	}
-	node, err := cc.MasterForKey(ctx, q.keys[kSched])
+	node, err := cc.MasterForKey(ctx, q.db.Keys.Sched)
 	if err != nil {
 		return 0, err
 	}
-	slot := keySlot(q.keys[kSched])
+	slot := keySlot(q.db.Keys.Sched)
 	n, err := node.ClusterCountKeysInSlot(ctx, slot).Result()
 	if err != nil {
 		return 0, err
@@ -114,13 +114,13 @@ func (q *Queue) deleteQueueKeys(ctx context.Context) (int64, error) {
 	}
 	cc, ok := q.client.(*redis.ClusterClient)
 	if !ok {
-		return deleted, scanKeys(ctx, q.client, globEscape(q.kpref)+"*", del)
+		return deleted, scanKeys(ctx, q.client, globEscape(q.db.Keys.Prefix)+"*", del)
 	}
-	node, err := cc.MasterForKey(ctx, q.keys[kSched])
+	node, err := cc.MasterForKey(ctx, q.db.Keys.Sched)
 	if err != nil {
 		return 0, err
 	}
-	slot := keySlot(q.keys[kSched])
+	slot := keySlot(q.db.Keys.Sched)
 	others := 0
 	for {
 		keys, err := node.ClusterGetKeysInSlot(ctx, slot, others+scanPage).Result()
@@ -129,7 +129,7 @@ func (q *Queue) deleteQueueKeys(ctx context.Context) (int64, error) {
 		}
 		var mine []string
 		for _, k := range keys {
-			if strings.HasPrefix(k, q.kpref) {
+			if strings.HasPrefix(k, q.db.Keys.Prefix) {
 				mine = append(mine, k)
 			}
 		}

@@ -1,10 +1,10 @@
 package redisq
 
 import (
-	"math"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 // StatsCounters are a queue's event counters since it was created (or last
@@ -50,64 +50,6 @@ func countersFrom(m map[string]int64) StatsCounters {
 	return c
 }
 
-// latenessBoundsMS are the inclusive upper bounds, in milliseconds, of the
-// lateness histogram's buckets; a last bucket holds everything later. Redis
-// TIME is read to the millisecond, so 0 means "on time to the millisecond".
-// The histogram is a hash with one field per bucket (the bound, or "inf")
-// plus "sum": a fixed, small size whatever the traffic.
-var latenessBoundsMS = []int64{0, 1, 2, 5, 10, 25, 50, 100, 250, 500,
-	1000, 2500, 5000, 10000, 30000, 60000, 300000, 3600000}
-
-// latenessCapMS caps the lateness one delivery adds to the sum (about 2,850
-// years, later than any item due after year 1 can be), so one claim's sum of
-// at most scriptBatch deliveries stays an integer a Lua number holds exactly.
-const latenessCapMS = (1<<53 - 1) / scriptBatch
-
-// luaLateness defines record_lateness(due, k, now): it adds the deliveries
-// of one claim (the first k members of due, a WITHSCORES reply) to the
-// histogram in K_LATE, with one HINCRBY per bucket touched and one for a
-// non-zero sum. O(k·buckets) in Lua.
-//
-// It cannot fail, so a claim never errors after leasing: each lateness is
-// capped at latenessCapMS, numbers go to Redis formatted "%d" (never
-// "1e+17"), and the sum saturates at the int64 maximum instead of failing
-// HINCRBY with an overflow (redis.pcall; no extra command unless it
-// overflows).
-var luaLateness = func() string {
-	b := make([]string, len(latenessBoundsMS))
-	for i, v := range latenessBoundsMS {
-		b[i] = strconv.FormatInt(v, 10)
-	}
-	return `
-local late_bounds = {` + strings.Join(b, ", ") + `}
-local function record_lateness(due, k, now)
-  local counts, sum = {}, 0
-  for i = 2, 2 * k, 2 do
-    local l = now - tonumber(due[i])
-    if l < 0 then l = 0 end
-    if l > ` + strconv.FormatInt(latenessCapMS, 10) + ` then l = ` + strconv.FormatInt(latenessCapMS, 10) + ` end
-    sum = sum + l
-    local b = #late_bounds + 1
-    for j = 1, #late_bounds do
-      if l <= late_bounds[j] then b = j; break end
-    end
-    counts[b] = (counts[b] or 0) + 1
-  end
-  for j = 1, #late_bounds + 1 do
-    if counts[j] then
-      local f = 'inf'
-      if j <= #late_bounds then f = string.format('%d', late_bounds[j]) end
-      redis.call('HINCRBY', K_LATE, f, string.format('%d', counts[j]))
-    end
-  end
-  if sum > 0 then
-    local r = redis.pcall('HINCRBY', K_LATE, 'sum', string.format('%d', sum))
-    if type(r) == 'table' and r.err then redis.call('HSET', K_LATE, 'sum', '` + strconv.FormatInt(math.MaxInt64, 10) + `') end
-  end
-end
-`
-}()
-
 // Lateness is a histogram of how late deliveries were: Redis TIME when the
 // claim script leased an item minus the item's due time, both in
 // milliseconds. It is kept in Redis (fixed size) by every consumer's claims.
@@ -127,29 +69,22 @@ type Lateness struct {
 
 // LatenessBounds returns the bucket bounds of the lateness histogram.
 func LatenessBounds() []time.Duration {
-	b := make([]time.Duration, len(latenessBoundsMS))
-	for i, v := range latenessBoundsMS {
+	b := make([]time.Duration, len(rdb.LatenessBoundsMS))
+	for i, v := range rdb.LatenessBoundsMS {
 		b[i] = time.Duration(v) * time.Millisecond
 	}
 	return b
 }
 
-func latenessFrom(flat []interface{}) Lateness {
-	l := Lateness{Bounds: LatenessBounds(), Counts: make([]int64, len(latenessBoundsMS)+1)}
-	idx := make(map[string]int, len(latenessBoundsMS)+1)
-	for i, v := range latenessBoundsMS {
-		idx[strconv.FormatInt(v, 10)] = i
+// latenessFrom reads the lateness hash (bucket bound or "inf" -> count,
+// and "sum").
+func latenessFrom(h map[string]int64) Lateness {
+	l := Lateness{Bounds: LatenessBounds(), Counts: make([]int64, len(rdb.LatenessBoundsMS)+1)}
+	for i, v := range rdb.LatenessBoundsMS {
+		l.Counts[i] = h[strconv.FormatInt(v, 10)]
 	}
-	idx["inf"] = len(latenessBoundsMS)
-	for i := 0; i+1 < len(flat); i += 2 {
-		k, _ := flat[i].(string)
-		v := toInt(flat[i+1])
-		if k == "sum" {
-			l.Sum = msDuration(v)
-		} else if j, ok := idx[k]; ok {
-			l.Counts[j] = v
-		}
-	}
+	l.Counts[len(rdb.LatenessBoundsMS)] = h["inf"]
+	l.Sum = msDuration(h["sum"])
 	return l
 }
 

@@ -109,7 +109,7 @@ func (q *Queue) timerDue() {
 	t.mu.Unlock()
 	c, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = q.client.ZAdd(c, q.keys[3], redis.Z{Score: 0, Member: "w"}).Err()
+	_ = q.client.ZAdd(c, q.db.Keys.Wake, redis.Z{Score: 0, Member: "w"}).Err()
 }
 
 // closeTimer stops the watch; if this Queue owns the timer, it gives it up
@@ -127,7 +127,7 @@ func (q *Queue) closeTimer() {
 	if owned {
 		c, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, _ = q.run(c, scriptRelease, nil, q.timerID())
+		_ = q.db.GiveUpTimer(c, q.timerID())
 	}
 }
 

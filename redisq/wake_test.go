@@ -188,7 +188,7 @@ func TestTimerOwnerLeavingHandsOver(t *testing.T) {
 	ownerDone := make(chan error, 1)
 	go func() { _, err := q.Take(octx); ownerDone <- err }()
 	eventually(t, 5*time.Second, "timer owned", func() bool {
-		n, err := c.Exists(ctx, q.keys[6]).Result()
+		n, err := c.Exists(ctx, q.db.Keys.Timer).Result()
 		require.NoError(t, err)
 		return n == 1
 	})
@@ -328,7 +328,7 @@ func TestRegressionMarkerLostWhenPopperLeaves(t *testing.T) {
 	defer cancelA()
 	qa := newQueue(t, ca, "lost", WithWakeCap(10*time.Second))
 	qb := newQueue(t, cb, "lost", WithWakeCap(10*time.Second))
-	ca.AddHook(&cancelOnMarker{wake: qa.keys[3], cancel: cancelA})
+	ca.AddHook(&cancelOnMarker{wake: qa.db.Keys.Wake, cancel: cancelA})
 
 	errA := make(chan error, 1)
 	go func() { _, err := qa.Take(ctxA); errA <- err }()

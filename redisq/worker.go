@@ -897,9 +897,9 @@ func (w *Worker) tick(s *slot) {
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(w.base, min(w.vis, settleTimeout))
-	r, err := w.q.run(ctx, scriptExtend, []string{w.q.itemKey(j.m.ID)}, j.m.ID, j.m.token, delayUS(w.vis))
+	_, ok, err := w.q.db.Extend(ctx, j.m.lease(), delayUS(w.vis))
 	cancel()
-	if err == nil && toInt(r[0]) == 0 {
+	if err == nil && !ok {
 		err = ErrLeaseLost
 	}
 

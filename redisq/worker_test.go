@@ -358,7 +358,7 @@ func TestWorkerLeaseLostCancelsHandler(t *testing.T) {
 	first := <-started
 	// Another owner: the token no longer matches, as after an expiry and
 	// a claim elsewhere.
-	require.NoError(t, c.HSet(ctx, q.mpref+"job", "tok", "stolen").Err())
+	require.NoError(t, c.HSet(ctx, q.db.Keys.Items+"job", "tok", "stolen").Err())
 	var cause error
 	select {
 	case cause = <-causes:
@@ -448,7 +448,7 @@ func TestWorkerShutdownHandsBackInFlight(t *testing.T) {
 	// Handed back before Shutdown returned: no lease of this worker's is
 	// left.
 	for id, m := range held {
-		tok, err := c.HGet(ctx, q.mpref+id, "tok").Result()
+		tok, err := c.HGet(ctx, q.db.Keys.Items+id, "tok").Result()
 		if errors.Is(err, redis.Nil) {
 			continue // the other worker has acked it already
 		}
@@ -737,7 +737,7 @@ func TestWorkerQueueClosed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return")
 	}
-	n, err := c.Exists(ctx, q.mpref+"a").Result()
+	n, err := c.Exists(ctx, q.db.Keys.Items+"a").Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "acked after Close")
 }
@@ -765,9 +765,9 @@ func TestWorkerOneRoundTripPerMessage(t *testing.T) {
 			runWorker(t, w)
 			poll := s.client(t) // not counted
 			eventually(t, 20*time.Second, "all acked", func() bool {
-				n, err := poll.Exists(context.Background(), q.mpref+"i"+fmt.Sprint(items-1)).Result()
+				n, err := poll.Exists(context.Background(), q.db.Keys.Items+"i"+fmt.Sprint(items-1)).Result()
 				require.NoError(t, err)
-				m, err := poll.ZCard(context.Background(), q.keys[1]).Result()
+				m, err := poll.ZCard(context.Background(), q.db.Keys.Lease).Result()
 				require.NoError(t, err)
 				return handled.Load() == items && n+m == 0
 			})

@@ -1,6 +1,8 @@
 package rdb
 
 import (
+	"context"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,15 +29,41 @@ type Script struct {
 	src  string // what Redis runs, to name the command of a refusal
 }
 
-// bySHA finds a script by the SHA-1 Redis names it by in errors.
-var bySHA = map[string]*Script{}
+// bySHA finds a script by the SHA-1 Redis names it by in errors; byName by
+// its file's name.
+var (
+	bySHA  = map[string]*Script{}
+	byName = map[string]*Script{}
+)
 
 // newScript assembles lua/NAME.lua.
 func newScript(name string, keys ...key) *Script {
 	src, life := lifeWrap(assemble(name, false))
 	s := &Script{Script: redis.NewScript(src), name: name, keys: keys, life: life, src: src}
 	bySHA[s.Hash()] = s
+	byName[name] = s
 	return s
+}
+
+// Named returns the script of lua/NAME.lua, for tests that load, spot or
+// run a script themselves. It panics for an unknown name.
+func Named(name string) *Script {
+	s, ok := byName[name]
+	if !ok {
+		panic("rdb: no script " + name)
+	}
+	return s
+}
+
+// Source is the text Redis runs.
+func (s *Script) Source() string { return s.src }
+
+// RunScript runs s as the typed functions do (the queue's keys, ARGV[1],
+// migration retries, WAIT, a new life, ACL errors), for tests that call a
+// script with arguments of their own, a request id of their choosing
+// among them.
+func (r *Runner) RunScript(ctx context.Context, s *Script, extra []string, args ...interface{}) ([]interface{}, error) {
+	return r.run(ctx, s, extra, args...)
 }
 
 func (s *Script) withRID() *Script { s.rid = true; return s }
