@@ -1,9 +1,11 @@
 -- ack: ARGV[2] id, ARGV[3] token. {1} acked, {0} lease lost.
 --
--- A successful ack leaves a tombstone {dq:NAME}:a:TOKEN for ackTombstoneMS,
+-- A successful ack leaves a tombstone {dq:NAME}:a:TOKEN for TombstoneMS,
 -- so an ack that is run again (go-redis retries a script whose reply was
 -- lost to a timeout) reports success instead of ErrLeaseLost. Lease tokens
 -- are unique per lease, so the tombstone answers for exactly this lease.
+--
+-- KEYS: lease, stats; the item's hash and the lease's tombstone
 --@include common
 --@include ack_one
 

@@ -2,6 +2,9 @@
 -- token of a lease to ack first, as ack. Returns {now, -2, 0} when that
 -- lease is lost (nothing is claimed), else as claim: one round trip and one
 -- TIME for a consumer's Ack and its next Take.
+--
+-- KEYS: sched, lease, dead, wake, stats, seq, timer, late; the acked item's
+--   hash and its lease's tombstone
 --@include common
 --@include lateness
 --@include ack_one

@@ -1,7 +1,9 @@
 -- ack many: ARGV[2], ARGV[3], ... pairs of id and token. Returns {r1, ...}:
 -- 1 acked (or already acked: tombstone), 0 lease lost, each as ack. One
 -- TIME, one ZREM, one DEL and one counter update for the whole batch; the
--- caller keeps it at most enqueueBatch pairs. O(k log n).
+-- caller keeps it at most EnqueueBatch pairs. O(k log n).
+--
+-- KEYS: lease, stats; per lease, its item's hash and its tombstone
 --@include common
 
 local now = now_ms()

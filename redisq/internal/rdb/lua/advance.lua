@@ -1,5 +1,4 @@
--- advance: KEYS sched, seq, wake, the registration's hash, and the item
--- of each occurrence of the plan. ARGV[2] name, ARGV[3] generation and
+-- advance: ARGV[2] name, ARGV[3] generation and
 -- ARGV[4] watermark (ms) the plan was computed from, ARGV[5] the first
 -- occurrence the plan skips ("" if none), ARGV[6] "1" when the series ends
 -- after the plan, then pairs: an occurrence (ms) and its item id,
@@ -13,6 +12,9 @@
 -- The compare-and-set on the watermark is what makes the keepers' racing
 -- calls enqueue each occurrence once: the first sets the watermark to the
 -- last occurrence it enqueued, and the others find it moved.
+--
+-- KEYS: sched, seq, wake; the registration's hash and the item of each
+--   occurrence of the plan
 --@include common
 --@include rec
 

@@ -1,7 +1,9 @@
--- beat: KEYS the worker zset and this worker's hash. ARGV[2] worker id,
+-- beat: ARGV[2] worker id,
 -- ARGV[3] name, ARGV[4] host, ARGV[5] pid, ARGV[6] concurrency, ARGV[7]
 -- running, ARGV[8] held, ARGV[9] leases, ARGV[10] more leases, ARGV[11]
 -- the heartbeat's life (ms). Returns {now}.
+--
+-- KEYS: the worker zset and this worker's hash
 --@include keys
 
 local t = redis.call('TIME')

@@ -4,6 +4,10 @@
 -- first items of a state and count the keys deleted (Destroy: the item
 -- hashes, and the zset when the batch empties it). Returns {examined, size
 -- of the zset before, changed}.
+--
+-- KEYS: the zset of the op (purge_s: sched and stats; mark and destroy_l:
+--   lease; destroy_s: sched; destroy_d: dead); the item hashes are found while
+--   running
 --@include common
 
 local op = ARGV[2]

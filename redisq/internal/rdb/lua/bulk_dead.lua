@@ -9,6 +9,9 @@
 -- empty, whose reason of death is exactly it. Returns {examined,
 -- skipped, changed, cut-off sequence, cut-off score} (the cut-offs empty
 -- when nothing was dead).
+--
+-- KEYS: sched, dead, wake, stats, seq; the item hashes are found while
+--   running
 --@include common
 --@include revive
 

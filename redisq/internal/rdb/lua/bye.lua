@@ -1,5 +1,7 @@
--- bye: KEYS the worker zset and this worker's hash. ARGV[2] worker id.
+-- bye: ARGV[2] worker id.
 -- A stopping worker leaves the list at once.
+--
+-- KEYS: the worker zset and this worker's hash
 --@include keys
 
 redis.call('ZREM', K_PREFIX .. 'workers', ARGV[2])

@@ -1,6 +1,8 @@
 -- cancel: ARGV[2] id, ARGV[3] request id. {0} not found, {1} removed, {2}
 -- in flight (marked; marking again changes nothing); a rerun of a request
 -- that removed the item returns {1}.
+--
+-- KEYS: sched, dead, stats; the item's hash and the request's reply key
 --@include common
 
 local h = ARGV[1] .. ARGV[2]

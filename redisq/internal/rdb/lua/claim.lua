@@ -7,8 +7,8 @@
 -- is ms until the earliest due item or lease deadline (-1: none, 0: work is
 -- waiting now; at most MAXWAIT) and timed is 1 when the caller's Queue now
 -- owns the timer and must act at next (claim, or ring the marker).
--- Bounded whatever the arguments: at most scriptBatch expired leases and
--- scriptBatch due items.
+-- Bounded whatever the arguments: at most ScriptBatch expired leases and
+-- ScriptBatch due items.
 --
 -- The common case costs few commands: one ZRANGE reads the lease head (and
 -- only an expired one leads to the reclaim loop), one ZRANGE reads the due
@@ -18,6 +18,9 @@
 -- the member's sequence number, unique per lease since every return to
 -- sched takes a new member, and across Destroy since a new sequence starts
 -- at Redis TIME in microseconds, past every number of the destroyed one.
+--
+-- KEYS: sched, lease, dead, wake, stats, seq, timer, late; the item hashes
+--   are found while running
 --@include common
 --@include lateness
 

@@ -1,6 +1,8 @@
 -- dead-letter: ARGV[2] id, ARGV[3] token, ARGV[4] reason, ARGV[5] request
 -- id. {0} lease lost, {2} dead-lettered, {3} deleted because it was cancelled
 -- while in flight; a rerun of the same request returns the first run's reply.
+--
+-- KEYS: lease, dead, stats, seq; the item's hash and the request's reply key
 --@include common
 --@include lease
 

@@ -1,5 +1,7 @@
 -- dead one: ARGV[2] id, ARGV[3] "requeue"|"delete". {0} not found, {1} done,
 -- {2} not dead.
+--
+-- KEYS: sched, dead, wake, stats, seq; the item's hash
 --@include common
 --@include revive
 

@@ -1,8 +1,10 @@
--- dead reasons: ARGV[2] offset, ARGV[3] count (at most maxFilterScan).
+-- dead reasons: ARGV[2] offset, ARGV[3] count (at most MaxFilterScan).
 -- Returns {now, total dead, examined, then per reason found among the
 -- count dead items from offset, oldest death first: reason, count, first
 -- death ms, last death ms}. The item hashes are found while running; it
 -- does not write.
+--
+-- KEYS: dead; the item hashes are found while running (read only)
 --@include common
 
 local off, n = tonumber(ARGV[2]), tonumber(ARGV[3])

@@ -1,6 +1,8 @@
 -- due histogram: ARGV[2] bucket width ms, ARGV[3] buckets. Returns {now,
 -- overdue, c1, ..., cN, later} where ci counts due times in
 -- (now+(i-1)w, now+iw].
+--
+-- KEYS: sched
 --@include common
 
 local now = now_ms()

@@ -1,6 +1,8 @@
 -- enqueue: ARGV[2] id, ARGV[3] payload, ARGV[4] "at" (ARGV[5] due ms) or
 -- "after" (ARGV[5] delay us). Returns {0} when the id exists, else
 -- {1, due, now}. O(log n).
+--
+-- KEYS: sched, wake, seq; the item's hash
 --@include common
 
 local h = ARGV[1] .. ARGV[2]

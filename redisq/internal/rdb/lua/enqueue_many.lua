@@ -3,7 +3,9 @@
 -- for an id that exists (or repeats an earlier id of the batch). The batch
 -- costs one EXISTS (ids are checked one by one only when some exists), one
 -- HSET per new item, and for all new items one HINCRBY of the sequence and
--- one ZADD; the caller keeps k <= enqueueBatch. O(k log n).
+-- one ZADD; the caller keeps k <= EnqueueBatch. O(k log n).
+--
+-- KEYS: sched, wake, seq; each item's hash
 --@include common
 
 local now, frac = now_ms()

@@ -5,6 +5,8 @@
 -- owner waits for its later deadline and the others wait on the marker. So
 -- it rings the marker, and the claim that follows takes the timer for it.
 -- A usual extension moves the deadline later and costs one GET more.
+--
+-- KEYS: lease, timer, wake; the item's hash
 --@include common
 --@include lease_only
 

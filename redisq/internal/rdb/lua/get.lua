@@ -1,5 +1,7 @@
 -- get: ARGV[2] id. Returns {now} when not found, else {now, item} with the
 -- payload.
+--
+-- KEYS: the item's hash (its zset is found while running; read only)
 --@include common
 --@include item
 

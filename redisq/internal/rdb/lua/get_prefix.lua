@@ -1,6 +1,8 @@
 -- get prefix: ARGV[2] id, ARGV[3] max. Returns {now} when not found, else
 -- {now, item} where the payload is cut to max bytes, and not read at all
--- (HSTRLEN sizes it) when max is 0 or it is longer than MaxPrefixScan.
+-- (HSTRLEN sizes it) when max is 0 or it is longer than ListBytes.
+--
+-- KEYS: the item's hash (its zset is found while running; read only)
 --@include common
 --@include item
 

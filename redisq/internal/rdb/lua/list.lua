@@ -3,9 +3,12 @@
 -- to filter by ("" for none). Returns {now, total, examined, {the index
 -- of each item among the examined members}, item...}: at
 -- most limit items, and with payloads it stops after the item that brings
--- them to listBytes. With a reason it examines up to maxFilterScan members
+-- them to ListBytes. With a reason it examines up to MaxFilterScan members
 -- from the offset and returns those whose reason is exactly it; examined
 -- is how many members the page went through.
+--
+-- KEYS: the state's zset; the item hashes are found while running (read
+--   only)
 --@include common
 --@include item
 

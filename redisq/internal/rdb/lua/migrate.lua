@@ -6,6 +6,8 @@
 -- version kept as well). New runs it; one TYPE when there is nothing to do.
 -- It returns {2}, changing nothing, when NAME is a partitioned queue (its
 -- table {dq:NAME}:parts exists): its items are in its partitions' queues.
+--
+-- KEYS: stats, seq; the queue's partition table
 --@include keys
 
 if redis.call('EXISTS', K_PREFIX .. 'parts') == 1 then return {2} end

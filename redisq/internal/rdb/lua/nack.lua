@@ -4,6 +4,9 @@
 -- ARGV[9] request id. {0} lease lost, {1, due} rescheduled, {2}
 -- dead-lettered, {3} deleted because it was cancelled while in flight; a
 -- rerun of the same request returns the first run's reply.
+--
+-- KEYS: sched, lease, dead, wake, stats, seq; the item's hash and the
+--   request's reply key
 --@include common
 --@include lease
 

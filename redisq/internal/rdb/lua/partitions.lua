@@ -1,7 +1,10 @@
--- scriptPartitions creates the partition table of a queue unless it exists
+-- partitions creates the partition table of a queue unless it exists
 -- and returns it (HGETALL), or {-1} when an ordinary queue of that name has
 -- data (its sequence key exists) and no table. KEYS[1] the table, KEYS[2]
 -- the ordinary queue's sequence key; ARGV[1] P, ARGV[2..] the names.
+--
+-- KEYS: KEYS[1] the partition table, KEYS[2] the ordinary queue's sequence
+--   key (this script reads KEYS)
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if redis.call('EXISTS', KEYS[2]) == 1 then return {-1} end

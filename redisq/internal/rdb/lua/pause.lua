@@ -1,5 +1,7 @@
--- pause: marks the sequence hash (see luaClaim) with the time of the
+-- pause: marks the sequence hash (see include/claim.lua) with the time of the
 -- pause (ms; an earlier version wrote 1). {1} paused, {0} already.
+--
+-- KEYS: seq
 --@include keys
 
 local t = redis.call('TIME')

@@ -1,5 +1,7 @@
--- get registration: KEYS the registration's hash. ARGV[2] name. Returns
+-- get registration: ARGV[2] name. Returns
 -- {now, registration} with the payload, or {now} when not found.
+--
+-- KEYS: the registration's hash (its item is found while running; read only)
 --@include common
 --@include rec
 --@include reg_out

@@ -1,9 +1,11 @@
--- list registrations: KEYS recs, recx; the registrations' hashes are found
--- while running (the script does not write). ARGV[2] the name after which the
+-- list registrations: ARGV[2] the name after which the
 -- page starts ("" for the first), ARGV[3] the page size. Returns {now, the
 -- change feed's last entry id ("0-0" if none), the number of names read,
 -- the last of them, registration...} (see reg_out), without payloads.
 -- Bounded by the page size.
+--
+-- KEYS: recs, recx; the registrations' hashes and their items are found
+--   while running (read only)
 --@include common
 --@include rec
 --@include reg_out

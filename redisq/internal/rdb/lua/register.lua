@@ -1,5 +1,4 @@
--- register: KEYS sched, wake, stats, seq, the registration's hash, recs,
--- recx, and the items of ARGV[8] and ARGV[10]. ARGV[2] name, ARGV[3] the
+-- register: ARGV[2] name, ARGV[3] the
 -- schedule's text, ARGV[4] payload, ARGV[5] catch-up bound, ARGV[6]
 -- version, ARGV[7] and ARGV[8] the first occurrence (ms) and its item id
 -- if the registration is new, ARGV[9] and ARGV[10] if it exists (the first
@@ -13,6 +12,9 @@
 -- still scheduled and not yet due (that occurrence of the old registration
 -- has not come), and keeps the watermark's promise: an occurrence that has
 -- come is never enqueued again.
+--
+-- KEYS: sched, wake, stats, seq; the registration's hash, recs, recx, and
+--   the items of ARGV[8] and ARGV[10]
 --@include common
 --@include rec
 

@@ -1,5 +1,7 @@
--- release: ARGV[2] timer id. A Queue closing while it owns the timer gives
+-- release (the timer): ARGV[2] timer id. A Queue closing while it owns the timer gives
 -- it up and wakes another waiter to take it over.
+--
+-- KEYS: wake, timer
 --@include keys
 
 local v = redis.call('GET', K_TIMER)

@@ -1,4 +1,4 @@
--- release: ARGV[2] id, ARGV[3] token, ARGV[4] request id. {0} lease lost,
+-- release lease: ARGV[2] id, ARGV[3] token, ARGV[4] request id. {0} lease lost,
 -- {1, due} back in sched at its due time with the lease's attempt
 -- uncounted, {3} deleted because it was cancelled while in flight; a rerun
 -- of the same request returns the first run's reply. Neither nacked nor
@@ -9,6 +9,9 @@
 -- it cannot settle the next lease. Its score is the due time it had, which
 -- the claim did not change: it is due at once, ahead of every item due
 -- after it, and behind the items due at the same millisecond.
+--
+-- KEYS: sched, lease, wake, stats, seq; the item's hash and the request's
+--   reply key
 --@include common
 --@include lease
 

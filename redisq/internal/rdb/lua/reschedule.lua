@@ -2,6 +2,8 @@
 -- delay us).
 -- {0} not found, {1, due} moved, {2} in flight. A dead item is revived with
 -- attempts reset to 0.
+--
+-- KEYS: sched, dead, wake, stats, seq; the item's hash
 --@include common
 
 local h = ARGV[1] .. ARGV[2]

@@ -1,12 +1,14 @@
--- run now: KEYS the item's hash, and for an id that names an occurrence
--- (ARGV[3] not empty) the registration's hash and the extra run's item.
--- ARGV[2] id, ARGV[3] the registration name the id names ("" if none),
+-- run now: ARGV[2] id, ARGV[3] the registration name the id names ("" if none),
 -- ARGV[4] the extra run's id, ARGV[5] the Redis time (ms) it is named
 -- after and due at. Returns {0} not found, {2} in flight, {1, due} moved to due now,
 -- {3, due} a dead item revived, {4, due} already due (left in place), {5}
 -- the extra run's id exists (name it after another ms), {6, due} an extra
 -- run enqueued for the registration's pending occurrence, which is left in
 -- place.
+--
+-- KEYS: sched, dead, wake, stats, seq; the item's hash, and for an id that
+--   names an occurrence (ARGV[3] not empty) the registration's hash and the
+--   extra run's item
 --@include common
 --@include rec
 --@include revive

@@ -3,6 +3,8 @@
 -- {3, due} replaced (a dead item is revived with attempts reset), {2} in
 -- flight (nothing changed); a rerun of the same request returns the first
 -- run's reply.
+--
+-- KEYS: sched, dead, wake, stats, seq; the item's hash
 --@include common
 
 local h = ARGV[1] .. ARGV[2]

@@ -1,6 +1,8 @@
--- seen: KEYS the hashes of the registrations ARGV[2...]. Records Redis
--- TIME as their sighting (sn) in those that exist: live code registers
--- them (see Registration.Seen). Returns {the number recorded}.
+-- seen: ARGV[2...] registration names. Records Redis TIME as the
+-- sighting (sn) of those that exist: live code registers them (see
+-- Registration.Seen). Returns {the number recorded}.
+--
+-- KEYS: the hashes of the registrations ARGV[2...]
 --@include common
 --@include rec
 

@@ -1,6 +1,8 @@
 -- stats: {now, scheduled, due, headScore|nil, leased, dead, {k1, v1, ...}
 -- counters, {bound, count, ...} lateness}. The head score is nil (Lua
 -- false) when sched is empty: every integer is a possible score.
+--
+-- KEYS: sched, lease, dead, stats, seq, late
 --@include common
 
 local now = now_ms()

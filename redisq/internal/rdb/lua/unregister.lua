@@ -1,8 +1,10 @@
--- unregister: KEYS sched, stats, the registration's hash, recs, recx,
--- and the reply key of the request. ARGV[2] name, ARGV[3] request id.
+-- unregister: ARGV[2] name, ARGV[3] request id.
 -- Returns {0} not found, {1, c} removed, c 1 when the item of the last
 -- occurrence enqueued was scheduled and is cancelled; a rerun of the
 -- request returns its first reply.
+--
+-- KEYS: sched, stats; the registration's hash, recs, recx, and the request's
+--   reply key
 --@include common
 --@include rec
 

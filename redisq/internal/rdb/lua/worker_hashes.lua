@@ -1,5 +1,7 @@
--- worker hashes: KEYS the hashes of the workers ARGV[2...]. Returns per
+-- worker hashes: ARGV[2...] worker ids. Returns per
 -- worker n, h, pid, st, b, c, r, hd, l, lm ("" each when its hash is gone).
+--
+-- KEYS: the hashes of the workers ARGV[2...]
 --@include keys
 
 local out = {}

@@ -1,6 +1,8 @@
--- worker ids: KEYS the worker zset. ARGV[2] the most ids to return.
+-- worker ids: ARGV[2] the most ids to return.
 -- Returns {now, id, expiry, ...}: the live workers (heartbeat not expired),
 -- soonest to expire first.
+--
+-- KEYS: the worker zset
 --@include keys
 
 local t = redis.call('TIME')

@@ -1,4 +1,4 @@
--- luaAckOne defines ack_one(id, tok, now): 1 when it acked the lease tok of
+-- ack_one(id, tok, now): 1 when it acked the lease tok of
 -- item id (or an ack of it already ran: its tombstone is there), 0 when the
 -- lease is lost.
 

@@ -1,4 +1,4 @@
--- luaClaim is the body of the claim scripts, after now and frac are set
+-- The body of the claim scripts, after now and frac are set
 -- from Redis TIME (see now_ms).
 
 -- A paused queue (see Pause) leases nothing and takes no timer: its

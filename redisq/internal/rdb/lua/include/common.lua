@@ -1,32 +1,17 @@
--- The keys of a queue named NAME all carry the hash tag {dq:NAME}, so they
--- live in one Cluster slot. Every script names them from ARGV[1], the item
--- hash prefix "{dq:NAME}:m:" (luaKeys):
+-- What every queue script shares: the conventions, and the helpers below.
 --
--- 	K_SCHED  {dq:NAME}:sched  zset member -> due ms
--- 	K_LEASE  {dq:NAME}:lease  zset member -> lease deadline ms
--- 	K_DEAD   {dq:NAME}:dead   zset member -> time of death ms
--- 	K_WAKE   {dq:NAME}:wake   marker zset (member "w")
--- 	K_STATS  {dq:NAME}:stats  hash of counters (Enqueued and Delivered are
--- 	                          derived: from seq and from late, so the hot
--- 	                          paths skip a write)
--- 	K_SEQ    {dq:NAME}:seq    hash: the sequence of members and lease tokens,
--- 	                          starting at Redis TIME in microseconds (see
--- 	                          next_seq), and "paused" while the queue is paused
--- 	K_TIMER  {dq:NAME}:timer  string with a TTL: who acts at the next due time
--- 	K_LATE   {dq:NAME}:late   hash: lateness histogram of deliveries (stats.go)
---
--- plus the item hashes {dq:NAME}:m:ID, ack tombstones {dq:NAME}:a:TOKEN and
--- request replies {dq:NAME}:r:RID.
---
--- KEYS declares what a call touches, for Redis Cluster, and nothing more
--- (see script and Queue.run): a key declared but absent while the slot
--- migrates makes Redis answer TRYAGAIN before the script runs, so a key
--- that most calls do not touch is not declared. The keys a script finds
--- only as it runs (the item hashes behind zset members, in claims and bulk
--- calls) cannot be declared: such a script reads every one of them before
--- its first write of the items concerned, so that a key already moved to
--- another node aborts it ("non local key") before it changed anything, and
--- the call is retried like TRYAGAIN. Scripts never read KEYS.
+-- The keys (their layout: Keys in keys.go) are named from ARGV[1], the
+-- item hash prefix "{dq:NAME}:m:" (keys.lua). KEYS declares what a call
+-- touches, for Redis Cluster, and nothing more: a key declared but absent
+-- while the slot migrates makes Redis answer TRYAGAIN before the script
+-- runs, so a key that most calls do not touch is not declared. The keys a
+-- script finds only as it runs (the item hashes behind zset members, in
+-- claims and bulk calls) cannot be declared: such a script reads every one
+-- of them before its first write of the items concerned, so that a key
+-- already moved to another node aborts it ("non local key") before it
+-- changed anything, and the call is retried like TRYAGAIN. The queue
+-- scripts never read KEYS (the three that are not queue scripts,
+-- partitions.lua, unblock.lua and stop_feed.lua, do).
 --
 -- A zset member is "%016.0f" of a sequence number, ":" and the id. Equal
 -- scores order members lexicographically, and the zero-padded sequence makes

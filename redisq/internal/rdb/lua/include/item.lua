@@ -1,5 +1,5 @@
--- luaItem defines append_item(out, id, score, withp): it appends one item's
--- fields to out in the order itemStride documents. The lease token is never
+-- append_item(out, id, score, withp): it appends one item's
+-- fields to out in the order itemStride (item.go) documents. The lease token is never
 -- read.
 
 local function zset_of(st)

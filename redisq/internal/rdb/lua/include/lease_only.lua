@@ -1,4 +1,4 @@
--- luaLeaseOnly is luaLease for a call without a request id (extend).
+-- lease.lua for a call without a request id (extend).
 
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem')

@@ -1,5 +1,4 @@
--- luaRec is luaCommon (which names the queue's keys from ARGV[1]) and what
--- the recurring scripts share: the registration's key, occ_add, which
+-- What the recurring scripts share, after common.lua: the registration's key, occ_add, which
 -- writes an occurrence's item as Enqueue does (the same hash fields, a
 -- member from the queue's sequence, so that Stats counts it as enqueued),
 -- arm, which rings the wake marker when one of the new members is the head

@@ -1,4 +1,4 @@
--- luaRegOut defines reg_out(out, name, withp): it appends the registration
+-- reg_out(out, name, withp): it appends the registration
 -- name's fields (name, s, cu, v, ct, ut, g, at, pv, end, id, rn, sn, the
 -- state and due time of the item of id, payload size, payload or an empty
 -- string) to out, or nothing when its hash is missing. Its hash and that

@@ -1,4 +1,4 @@
--- luaRevive defines revive(h, id, mem, now): a dead item goes back to
+-- revive(h, id, mem, now): a dead item goes back to
 -- sched, due now, with attempts reset.
 
 local function revive(h, id, mem, now)
