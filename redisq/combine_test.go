@@ -148,7 +148,7 @@ func TestEnqueueCallsInFlightAreCombined(t *testing.T) {
 		require.Equal(t, []byte(fmt.Sprint("w", i)), it.Payload)
 	}
 	q.enq.mu.Lock()
-	require.Zero(t, q.enq.sending, "idle again")
+	require.Zero(t, q.enq.senders, "idle again")
 	require.Empty(t, q.enq.pending)
 	q.enq.mu.Unlock()
 	audit(t, q)
@@ -313,42 +313,6 @@ func TestEnqueueCombinedConcurrentHistory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, stored, st.Enqueued)
 	audit(t, q)
-}
-
-// A call promoted to send and leaving (its ctx ended) at the same moment
-// hands the role on to the next waiting call that is not promoted yet, or
-// gives it up.
-func TestEnqueuePromotedCallLeavingHandsOn(t *testing.T) {
-	q := &Queue{}
-	req := func(id string, lead bool) *enqueueReq {
-		r := &enqueueReq{id: id, promote: make(chan struct{}), lead: lead}
-		if lead {
-			close(r.promote)
-		}
-		return r
-	}
-	promoted := func(r *enqueueReq) bool {
-		select {
-		case <-r.promote:
-			return r.lead
-		default:
-			return false
-		}
-	}
-	a, b := req("a", true), req("b", false)
-	q.enq.sending, q.enq.pending = maxSenders, []*enqueueReq{a, b}
-	q.leaveEnqueues(a)
-	require.Equal(t, []*enqueueReq{b}, q.enq.pending)
-	require.True(t, promoted(b), "the first call not promoted yet takes a's role")
-	require.Equal(t, maxSenders, q.enq.sending)
-
-	q.leaveEnqueues(b)
-	require.Empty(t, q.enq.pending)
-	require.Equal(t, maxSenders-1, q.enq.sending, "nobody left to take b's role")
-
-	// A call already taken into a batch changes nothing.
-	q.leaveEnqueues(b)
-	require.Equal(t, maxSenders-1, q.enq.sending)
 }
 
 // Regression: the sender of a batch ran it under context.WithoutCancel even

@@ -103,8 +103,7 @@ type Partitioned struct {
 	opt    options        // noRegistry and logger, for renew
 
 	tk        *taker
-	acks      []*acker
-	ackWG     sync.WaitGroup // the ackers' loops
+	acks      []*groupCommit[*ackReq] // by partition: AckTake's combined acks
 	closeOnce sync.Once
 }
 
@@ -315,9 +314,9 @@ func openPartitioned(ctx context.Context, client redis.UniversalClient, name str
 		q.onNewLife = p.renew
 	}
 	p.tk = newTaker(p.parts, o.logger)
-	p.acks = make([]*acker, len(p.parts))
+	p.acks = make([]*groupCommit[*ackReq], len(p.parts))
 	for i, q := range p.parts {
-		p.acks[i] = &acker{q: q, wake: make(chan struct{}, 1)}
+		p.acks[i] = newAcks(q)
 	}
 	return p, nil
 }
@@ -626,14 +625,13 @@ func (p *Partitioned) each(fn func(i int, q *Queue) error) error {
 // Close stops taking: Take calls in progress return ErrClosed, the
 // partitions' waits end, the items claimed and not yet handed out are
 // released (Message.Release: back to their schedule, no attempt counted),
-// pending acks are sent, and every partition's Queue is closed; Close
-// returns when all that is done. Messages already handed out can still be
+// and every partition's Queue is closed; Close returns when all that is
+// done (the acks of AckTake calls under way are sent by those calls). Messages already handed out can still be
 // settled. Later calls behave as Queue's after Close. It always returns
 // nil and is idempotent.
 func (p *Partitioned) Close() error {
 	p.closeOnce.Do(func() {
 		p.tk.close()
-		p.closeAcks()
 		for _, q := range p.parts {
 			_ = q.Close()
 		}

@@ -677,116 +677,43 @@ func (t *taker) close() {
 	t.wg.Wait()
 }
 
-// ack acks m, combined with the other acks of its partition (see AckTake).
+// ack acks m, combined with the other acks of its partition (see
+// AckTake): acks that arrive while one of the partition's is in flight go
+// together in the next (group commit).
 func (p *Partitioned) ack(ctx context.Context, m *Message) error {
 	i := p.PartitionOfMessage(m)
 	if i < 0 {
 		return m.Ack(ctx)
 	}
-	a := p.acks[i]
-	r := &ackReq{m: m, done: make(chan struct{})}
-	a.mu.Lock()
-	if a.closing {
-		a.mu.Unlock()
-		return m.Ack(ctx) // Ack works after Close
+	r := &ackReq{m: m}
+	if err := p.acks[i].do(ctx, r); err != nil {
+		return err
 	}
-	if !a.started {
-		a.started = true
-		p.ackWG.Add(1)
-		go func() {
-			defer p.ackWG.Done()
-			a.loop()
-		}()
-	}
-	a.pending = append(a.pending, r)
-	a.mu.Unlock()
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
-	select {
-	case <-r.done:
-		return r.err
-	case <-ctx.Done():
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		for i, o := range a.pending {
-			if o == r { // not sent: drop it
-				a.pending = append(a.pending[:i], a.pending[i+1:]...)
-				break
-			}
-		}
-		return ctx.Err()
-	}
+	return r.err
 }
 
-// closeAcks sends the pending acks and stops the ackers; later acks are
-// sent by the caller (Message.Ack).
-func (p *Partitioned) closeAcks() {
-	for _, a := range p.acks {
-		a.mu.Lock()
-		a.closing = true
-		a.mu.Unlock()
-		select {
-		case a.wake <- struct{}{}:
-		default:
-		}
-	}
-	p.ackWG.Wait()
-}
-
-// acker sends one partition's acks: those that arrive while a send is in
-// flight go together in the next.
-type acker struct {
-	q    *Queue
-	wake chan struct{} // capacity 1
-
-	mu      sync.Mutex
-	pending []*ackReq // guarded by mu
-	started bool      // guarded by mu: loop runs
-	closing bool      // guarded by mu: loop ends once pending is empty
-}
-
+// ackReq is one combined ack and, once sent, its outcome.
 type ackReq struct {
-	m    *Message
-	err  error
-	done chan struct{}
+	m   *Message
+	err error
 }
 
-func (a *acker) loop() {
-	for {
-		a.mu.Lock()
-		for len(a.pending) == 0 && !a.closing {
-			a.mu.Unlock()
-			<-a.wake
-			a.mu.Lock()
+// newAcks returns the ack combiner of partition q: one Ack (EVALSHA) for
+// one message, else one AckMany.
+func newAcks(q *Queue) *groupCommit[*ackReq] {
+	return &groupCommit[*ackReq]{send: func(ctx context.Context, batch []*ackReq) {
+		ctx, cancel := context.WithTimeout(ctx, partSettle)
+		defer cancel()
+		if len(batch) == 1 {
+			batch[0].err = batch[0].m.Ack(ctx)
+			return
 		}
-		batch := a.pending
-		a.pending = nil
-		a.mu.Unlock()
-		if len(batch) == 0 {
-			return // closing, and nothing left
-		}
-		a.send(batch)
-	}
-}
-
-// send acks batch: one Ack (EVALSHA) for one message, else one AckMany.
-func (a *acker) send(batch []*ackReq) {
-	ctx, cancel := context.WithTimeout(context.Background(), partSettle)
-	defer cancel()
-	if len(batch) == 1 {
-		batch[0].err = batch[0].m.Ack(ctx)
-	} else {
 		ms := make([]*Message, len(batch))
 		for i, r := range batch {
 			ms[i] = r.m
 		}
-		for i, err := range a.q.AckMany(ctx, ms) {
+		for i, err := range q.AckMany(ctx, ms) {
 			batch[i].err = err
 		}
-	}
-	for _, r := range batch {
-		close(r.done)
-	}
+	}}
 }

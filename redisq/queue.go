@@ -65,7 +65,7 @@ type Queue struct {
 	onNewLife func(context.Context)
 
 	waitSeq   atomic.Uint64 // numbers this value's private keys
-	enq       enqueueCombiner
+	enq       *groupCommit[*enqueueReq] // Enqueue combining
 	timer     timerState
 	closeCtx  context.Context
 	closeFunc context.CancelFunc
@@ -118,6 +118,7 @@ func New(ctx context.Context, client redis.UniversalClient, name string, opts ..
 
 		registered: map[string]bool{},
 	}
+	q.enq = q.newEnqueues()
 	q.db = &rdb.Runner{
 		Client:         client,
 		Keys:           keys,

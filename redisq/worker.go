@@ -206,8 +206,10 @@ type Worker struct {
 
 	jobs      chan dispatch // claimed messages for the handlers (capacity n)
 	idle      chan struct{} // one token per idle handler (capacity n)
-	ackSignal chan struct{} // capacity 1: acks are waiting
-	ackQuit   chan struct{} // closed when no more acks will come
+	// acks sends the finished messages' acks together (AckMany), held
+	// while the taking goroutine is between claims, so that its next claim
+	// carries one (AckTake).
+	acks *groupCommit[*Message]
 	done      chan struct{} // closed when Run has returned (or will, without starting)
 	ended     chan struct{} // closed when Run's goroutines have returned
 	quiet     chan struct{} // closed when nothing is taken nor held any more
@@ -219,9 +221,7 @@ type Worker struct {
 	stopping   bool // guarded by mu: no new work (Shutdown, Run's ctx, Close)
 	fetchDone  bool // guarded by mu: the taking goroutine has returned
 	quietDone  bool // guarded by mu: quiet is closed
-	idleWait   bool // guarded by mu: the taking goroutine is between claims: acks wait for the next
 	held       int  // guarded by mu: messages taken and not yet settled or released
-	acks       []*Message
 	slots      []*slot
 	base       context.Context // handlers' and settles' parent: Run's values, not its cancellation
 	takeCtx    context.Context
@@ -311,8 +311,6 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 		every:     q.opt.visibility / 3,
 		jobs:      make(chan dispatch, n),
 		idle:      make(chan struct{}, n),
-		ackSignal: make(chan struct{}, 1),
-		ackQuit:   make(chan struct{}),
 		done:      make(chan struct{}),
 		ended:     make(chan struct{}),
 		quiet:     make(chan struct{}),
@@ -320,6 +318,10 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 	for range n {
 		w.idle <- struct{}{}
 	}
+	w.acks = &groupCommit[*Message]{send: func(_ context.Context, ms []*Message) {
+		w.ack(ms)
+		w.unhold(len(ms))
+	}}
 	return w
 }
 
@@ -377,8 +379,6 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	acked := make(chan struct{})
-	go func() { defer close(acked); w.ackLoop() }()
 	beatStop, beaten := make(chan struct{}), make(chan struct{})
 	go func() { defer close(beaten); w.heartbeat(beatStop) }()
 
@@ -396,8 +396,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-kept
 	close(w.jobs)
 	wg.Wait()
-	close(w.ackQuit)
-	<-acked
+	w.acks.flush()
 	close(beatStop)
 	<-beaten
 	close(w.ended)
@@ -554,15 +553,14 @@ func (w *Worker) fetch() {
 	defer func() {
 		w.mu.Lock()
 		w.fetchDone = true
-		w.idleWait = false
-		w.signalAckLocked()
 		w.checkQuietLocked()
 		w.mu.Unlock()
 	}()
 	// Between two claims, finished messages wait for the next claim to
-	// ack them (idleWait); while a claim or a pause runs, the ack
-	// goroutine acks them at once.
-	w.setIdleWait(true)
+	// ack them (a hold); while a claim or a pause runs, they are acked at
+	// once.
+	defer w.acks.hold(false)
+	w.acks.hold(true)
 	fails := 0
 	for {
 		select {
@@ -592,19 +590,9 @@ func (w *Worker) fetch() {
 			}
 			w.q.timerWaitDone(at, false)
 		}
-		// The last finished message is acked by this claim's script; any
-		// others by the ack goroutine, now.
-		w.mu.Lock()
-		w.idleWait = false
-		var done *Message
-		if len(w.acks) > 0 {
-			done = w.acks[0]
-			w.acks = w.acks[1:]
-			if len(w.acks) > 0 {
-				w.signalAckLocked()
-			}
-		}
-		w.mu.Unlock()
+		// The first finished message is acked by this claim's script; any
+		// others together, now.
+		done, _ := w.acks.takeFirst()
 		var ms []*Message
 		var err error
 		more := false // messages are due beyond these: a backlog
@@ -616,7 +604,7 @@ func (w *Worker) fetch() {
 			ms, err = w.q.takeBatch(w.takeCtx, k, done)
 			more = k > 1 && len(ms) == k
 		}
-		w.setIdleWait(true)
+		w.acks.hold(true)
 		if done != nil {
 			switch {
 			case err == nil:
@@ -663,7 +651,7 @@ func (w *Worker) fetch() {
 			if fails&(fails-1) == 0 { // 1, 2, 4, 8, ... failures in a row
 				w.log.Warn("redisq: worker: Take failed; retrying", "queue", w.q.name, "err", err, "failures", fails)
 			}
-			w.setIdleWait(false)
+			w.acks.hold(false)
 			t := time.NewTimer(min(10*time.Millisecond<<min(fails-1, 7), time.Second))
 			select {
 			case <-t.C:
@@ -671,7 +659,7 @@ func (w *Worker) fetch() {
 				t.Stop()
 				return
 			}
-			w.setIdleWait(true)
+			w.acks.hold(true)
 		}
 	}
 }
@@ -690,15 +678,6 @@ func (w *Worker) morePermits(k int) int {
 	return k
 }
 
-// setIdleWait sets idleWait; unset, it has the waiting acks sent.
-func (w *Worker) setIdleWait(v bool) {
-	w.mu.Lock()
-	w.idleWait = v
-	if !v {
-		w.signalAckLocked()
-	}
-	w.mu.Unlock()
-}
 
 // runSlot runs the handler on d's message, then, while messages are due
 // (a backlog: d.more, then each claim's report) and the worker is not
@@ -931,52 +910,8 @@ func (w *Worker) tick(s *slot) {
 
 // queueAck hands a finished message to be acked: by the next claim's
 // script when the taking goroutine is about to claim (it waits for this
-// handler to be idle), else by the ack goroutine now.
-func (w *Worker) queueAck(m *Message) {
-	w.mu.Lock()
-	w.acks = append(w.acks, m)
-	if !w.idleWait {
-		w.signalAckLocked()
-	}
-	w.mu.Unlock()
-}
-
-func (w *Worker) signalAckLocked() {
-	if len(w.acks) == 0 {
-		return
-	}
-	select {
-	case w.ackSignal <- struct{}{}:
-	default:
-	}
-}
-
-// ackLoop sends the queued acks, all that are waiting in one round trip
-// (AckMany), until ackQuit is closed and none is left.
-func (w *Worker) ackLoop() {
-	quit := false
-	for {
-		if !quit {
-			select {
-			case <-w.ackSignal:
-			case <-w.ackQuit:
-				quit = true
-			}
-		}
-		w.mu.Lock()
-		ms := w.acks
-		w.acks = nil
-		w.mu.Unlock()
-		if len(ms) == 0 {
-			if quit {
-				return
-			}
-			continue
-		}
-		w.ack(ms)
-		w.unhold(len(ms))
-	}
-}
+// handler to be idle), else together with the others waiting, now.
+func (w *Worker) queueAck(m *Message) { w.acks.add(m) }
 
 // ack acks ms, retrying a failed round trip twice (an applied ack whose
 // reply was lost reports success: see Ack).
