@@ -64,7 +64,7 @@ type Queue struct {
 	// register when a call starts the queue's sequence (see unwrapLife).
 	onNewLife func(context.Context)
 
-	waitSeq   atomic.Uint64 // numbers this value's private keys
+	waitSeq   atomic.Uint64             // numbers this value's private keys
 	enq       *groupCommit[*enqueueReq] // Enqueue combining
 	timer     timerState
 	closeCtx  context.Context

@@ -204,12 +204,12 @@ type Worker struct {
 	name      string        // in the heartbeat
 	beatEvery time.Duration // heartbeat period (<= 0: none)
 
-	jobs      chan dispatch // claimed messages for the handlers (capacity n)
-	idle      chan struct{} // one token per idle handler (capacity n)
+	jobs chan dispatch // claimed messages for the handlers (capacity n)
+	idle chan struct{} // one token per idle handler (capacity n)
 	// acks sends the finished messages' acks together (AckMany), held
 	// while the taking goroutine is between claims, so that its next claim
 	// carries one (AckTake).
-	acks *groupCommit[*Message]
+	acks      *groupCommit[*Message]
 	done      chan struct{} // closed when Run has returned (or will, without starting)
 	ended     chan struct{} // closed when Run's goroutines have returned
 	quiet     chan struct{} // closed when nothing is taken nor held any more
@@ -677,7 +677,6 @@ func (w *Worker) morePermits(k int) int {
 	}
 	return k
 }
-
 
 // runSlot runs the handler on d's message, then, while messages are due
 // (a backlog: d.more, then each claim's report) and the worker is not
