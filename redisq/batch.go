@@ -80,12 +80,3 @@ func enqueued(e rdb.Enqueued) (time.Time, error) {
 	}
 	return msTime(e.Due), nil
 }
-
-// enqueuedItem reads one item's entry of the enqueue-many script's reply:
-// its due time, or ErrDuplicate for nil (Lua false).
-func enqueuedItem(v interface{}) (time.Time, error) {
-	if v == nil || v == false {
-		return time.Time{}, ErrDuplicate
-	}
-	return msTime(toInt(v)), nil
-}

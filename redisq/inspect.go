@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,25 +114,6 @@ type Item struct {
 	Payload []byte `json:"payload,omitempty"`
 
 	pos int64 // List: the item's offset in its state's order
-}
-
-// toMS parses a millisecond value as the scripts reply it: an integer, or
-// a score or hash field that Redis formatted as a float.
-func toMS(v interface{}) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		if n, err := strconv.ParseInt(x, 10, 64); err == nil {
-			return n
-		}
-		f, err := strconv.ParseFloat(x, 64)
-		if err != nil || math.IsNaN(f) {
-			return 0
-		}
-		return int64(max(min(f, math.MaxInt64/2), math.MinInt64/2))
-	}
-	return 0
 }
 
 // itemFrom makes the exported view of an item the storage layer read.

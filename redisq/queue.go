@@ -200,17 +200,6 @@ func checkID(id string) error {
 	return nil
 }
 
-func toInt(v interface{}) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	}
-	return 0
-}
-
 func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
 
 // msDuration is ms milliseconds as a Duration, saturated at the Duration

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -1061,7 +1062,7 @@ func TestReleaseCancelledExpiredAndRerun(t *testing.T) {
 		again, err := q.run(ctx, scriptReleaseLease, []string{q.itemKey(m.ID), q.ridKey("rid-" + id)}, m.ID, m.token, "rid-"+id)
 		require.NoError(t, err)
 		require.Equal(t, first, again, id)
-		require.NotEqual(t, int64(0), toInt(first[0]), id)
+		require.NotEqual(t, int64(0), rdb.ToMS(first[0]), id)
 	}
 	it, err := q.Get(ctx, "rerun")
 	require.NoError(t, err)
