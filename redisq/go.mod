@@ -3,6 +3,7 @@ module github.com/dq-go/delayqueue/redisq
 go 1.25
 
 require (
+	github.com/dq-go/delayqueue v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/stretchr/testify v1.12.1

@@ -3,11 +3,11 @@ package redisq
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/dq-go/delayqueue"
 	"github.com/robfig/cron/v3"
 )
 
@@ -20,78 +20,39 @@ import (
 
 // Schedule is when a recurring registration recurs: Next returns the first
 // occurrence after t, or the zero time if there is none (the series ends).
-// It is the core's delayqueue.Schedule and the method set of
-// github.com/robfig/cron/v3's Schedule.
+// It is the core's delayqueue.Schedule, whose method set robfig/cron/v3's
+// Schedule shares.
 //
 // Register accepts the Schedules that can be stored as text (ScheduleText):
 // an Interval (Every, EveryPhase), a CronSchedule (Cron, CronIn,
 // ParseSchedule), and robfig/cron/v3's *cron.SpecSchedule and
 // cron.ConstantDelaySchedule values whose location can be stored.
-type Schedule interface {
-	Next(t time.Time) time.Time
-}
+type Schedule = delayqueue.Schedule
 
-// Interval is a Schedule of fixed period in absolute time: its occurrences
-// are the instants Unix epoch + Phase + k*Period for every integer k, the
-// same as the core's delayqueue.Interval. So Every(time.Hour) recurs on the
-// hour and EveryPhase(24*time.Hour, 9*time.Hour) at 09:00 UTC each day, in
-// every process alike; time zones and daylight saving time do not apply
-// (9:00 Paris time is a cron schedule). Register needs Period and Phase to
-// be whole milliseconds, as Redis due times are; an Interval whose Period
-// is not positive has no occurrences.
-type Interval struct {
-	Period time.Duration // the time between occurrences
-	Phase  time.Duration // the offset of the occurrences from multiples of Period since the Unix epoch
-}
+// Interval is the core's delayqueue.Interval: a Schedule of fixed period
+// in absolute time, its occurrences at Unix epoch + Phase + k*Period for
+// every integer k. So Every(time.Hour) recurs on the hour and
+// EveryPhase(24*time.Hour, 9*time.Hour) at 09:00 UTC each day, in every
+// process alike; time zones and daylight saving time do not apply (9:00
+// Paris time is a cron schedule). Register needs Period and Phase to be
+// whole milliseconds, as Redis due times are; an Interval whose Period is
+// not positive has no occurrences.
+type Interval = delayqueue.Interval
 
 // Every returns the Interval of period d and phase 0: occurrences at the
-// multiples of d since the Unix epoch (1970-01-01 00:00 UTC). It panics if
-// d <= 0.
+// multiples of d since the Unix epoch (1970-01-01 00:00 UTC), as
+// delayqueue.Every. It panics if d <= 0.
 func Every(d time.Duration) Interval { return EveryPhase(d, 0) }
 
-// EveryPhase returns the Interval of period d shifted by phase: occurrences
-// at phase plus the multiples of d since the Unix epoch. Only the phase's
-// remainder modulo d matters. It panics if d <= 0.
+// EveryPhase returns the Interval of period d shifted by phase, as
+// delayqueue.EveryPhase: occurrences at phase plus the multiples of d since
+// the Unix epoch; only the phase's remainder modulo d matters. It panics if
+// d <= 0.
 func EveryPhase(d, phase time.Duration) Interval {
 	if d <= 0 {
 		panic(fmt.Sprintf("redisq: Every with a non-positive period %v", d))
 	}
-	return Interval{Period: d, Phase: phase}
-}
-
-// Next returns the first occurrence strictly after t, in t's location, or
-// the zero time if iv.Period <= 0. It is exact for every t (the remainder
-// of t's Unix time modulo Period is computed in 128 bits), as the core's.
-func (iv Interval) Next(t time.Time) time.Time {
-	if iv.Period <= 0 {
-		return time.Time{}
-	}
-	d := uint64(iv.Period)
-	// r = (t - epoch - phase) mod d, in [0, d), from t = sec*1e9 + nsec.
-	hi, lo := bits.Mul64(floorMod(t.Unix(), d), uint64(time.Second)%d)
-	r := bits.Rem64(hi, lo, d)
-	r = (r + uint64(t.Nanosecond())%d) % d // both < 2^63: no overflow
-	r = (r + d - floorMod(int64(iv.Phase), d)) % d
-	return t.Add(time.Duration(d - r))
-}
-
-// String describes the Interval as the core's does: "every 1h0m0s" or
-// "every 24h0m0s, phase 9h0m0s". ScheduleText is the same with the phase
-// reduced modulo the period.
-func (iv Interval) String() string {
-	if iv.Phase == 0 {
-		return fmt.Sprintf("every %v", iv.Period)
-	}
-	return fmt.Sprintf("every %v, phase %v", iv.Period, iv.Phase)
-}
-
-// floorMod returns x modulo d in [0, d), for d > 0.
-func floorMod(x int64, d uint64) uint64 {
-	if x >= 0 {
-		return uint64(x) % d
-	}
-	// -(x+1) does not overflow for math.MinInt64.
-	return d - 1 - uint64(-(x+1))%d
+	return delayqueue.EveryPhase(d, phase)
 }
 
 // CronSchedule is a cron schedule parsed by github.com/robfig/cron/v3 in a
@@ -326,8 +287,11 @@ func ScheduleText(s Schedule) (string, error) {
 		if err := checkInterval(v); err != nil {
 			return "", fmt.Errorf("redisq: %v cannot be registered: %w", v, err)
 		}
-		iv := Interval{Period: v.Period, Phase: time.Duration(floorMod(int64(v.Phase), uint64(v.Period)))}
-		return iv.String(), nil
+		phase := v.Phase % v.Period // the phase modulo the period, in [0, Period)
+		if phase < 0 {
+			phase += v.Period
+		}
+		return Interval{Period: v.Period, Phase: phase}.String(), nil
 	case CronSchedule:
 		if v.sched == nil {
 			return "", errors.New("redisq: the zero CronSchedule cannot be registered: make one with Cron or CronIn")
