@@ -2,6 +2,8 @@ package redisq
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq/internal/rdb"
@@ -79,4 +81,47 @@ func enqueued(e rdb.Enqueued) (time.Time, error) {
 		return time.Time{}, ErrDuplicate
 	}
 	return msTime(e.Due), nil
+}
+
+// AckMany acknowledges msgs in one pipelined round trip: one script per 200
+// messages, which reads Redis TIME and updates the counters once.
+// It returns one error per message, each with Ack's meaning; all nil on full
+// success. A message listed twice is acked once. A message taken from
+// another queue (another name) is not acked: its error says so. A nil
+// element gets an error of its own and the others are acked.
+func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
+	errs := make([]error, len(msgs))
+	if slices.Contains(msgs, nil) {
+		var rest []*Message
+		var at []int
+		for i, m := range msgs {
+			if m == nil {
+				errs[i] = fmt.Errorf("redisq: AckMany: message %d is nil", i)
+				continue
+			}
+			rest, at = append(rest, m), append(at, i)
+		}
+		for j, err := range q.AckMany(ctx, rest) {
+			errs[at[j]] = err
+		}
+		return errs
+	}
+	if len(msgs) == 0 {
+		return errs
+	}
+	ls := make([]rdb.Lease, len(msgs))
+	for i, m := range msgs {
+		ls[i] = rdb.Lease{ID: m.ID, Token: m.token, Foreign: m.q.db.Keys.Items != q.db.Keys.Items}
+	}
+	for i, a := range q.db.AckMany(ctx, ls) {
+		switch {
+		case a.Err != nil:
+			errs[i] = a.Err
+		case ls[i].Foreign:
+			errs[i] = fmt.Errorf("redisq: AckMany: message %q is from queue %q, not %q", msgs[i].ID, msgs[i].q.name, q.name)
+		case !a.OK:
+			errs[i] = ErrLeaseLost
+		}
+	}
+	return errs
 }

@@ -219,7 +219,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 // the counts the heartbeat reports.
 func (w *Worker) snapshot() (running, held int, ls []WorkerLease) {
 	w.mu.Lock()
-	for _, s := range w.slots {
+	for _, s := range w.lanes {
 		if j := s.cur; j != nil && j.state == jobRunning {
 			ls = append(ls, WorkerLease{ID: j.m.ID, Claimed: j.m.ClaimedAt, Attempt: j.m.Attempts})
 		}

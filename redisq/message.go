@@ -2,9 +2,9 @@ package redisq
 
 import (
 	"context"
-	"fmt"
-	"slices"
+	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
@@ -108,45 +108,153 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 // lease names m's lease for the storage layer.
 func (m *Message) lease() rdb.Lease { return rdb.Lease{ID: m.ID, Token: m.token} }
 
-// AckMany acknowledges msgs in one pipelined round trip: one script per 200
-// messages, which reads Redis TIME and updates the counters once.
-// It returns one error per message, each with Ack's meaning; all nil on full
-// success. A message listed twice is acked once. A message taken from
-// another queue (another name) is not acked: its error says so. A nil
-// element gets an error of its own and the others are acked.
-func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
-	errs := make([]error, len(msgs))
-	if slices.Contains(msgs, nil) {
-		var rest []*Message
-		var at []int
-		for i, m := range msgs {
-			if m == nil {
-				errs[i] = fmt.Errorf("redisq: AckMany: message %d is nil", i)
-				continue
-			}
-			rest, at = append(rest, m), append(at, i)
-		}
-		for j, err := range q.AckMany(ctx, rest) {
-			errs[at[j]] = err
-		}
-		return errs
+// Release hands the message back without counting this delivery: the item
+// goes back to the schedule at the due time it had, so it is due at once
+// (ahead of the items due after it), with Attempts as it was before this
+// lease, and a blocked consumer in any process is woken for it. It is for
+// work a consumer took but will not do, such as a worker shutting down:
+// another consumer gets the item within a round trip instead of after the
+// visibility timeout, and it does not move the item towards the dead set.
+// Release counts neither as a Nack nor as an expiry in Stats (the next
+// claim counts as one more delivery, and its lateness includes the time
+// the item was held). An item cancelled in flight is deleted instead. It
+// blocks for one round trip, O(log n), and returns nil, ErrLeaseLost (the
+// lease had expired or moved on; nothing changes), or a Redis/context error
+// (the release may or may not have been applied). Like a Nack, a Release
+// whose reply was lost and that go-redis runs again reports what the first
+// run did. Release works after Close.
+func (m *Message) Release(ctx context.Context) error {
+	s, err := m.q.db.ReleaseLease(ctx, m.lease())
+	if err != nil {
+		return err
 	}
-	if len(msgs) == 0 {
-		return errs
+	if s == rdb.SettledLost {
+		return ErrLeaseLost
 	}
-	ls := make([]rdb.Lease, len(msgs))
-	for i, m := range msgs {
-		ls[i] = rdb.Lease{ID: m.ID, Token: m.token, Foreign: m.q.db.Keys.Items != q.db.Keys.Items}
-	}
-	for i, a := range q.db.AckMany(ctx, ls) {
-		switch {
-		case a.Err != nil:
-			errs[i] = a.Err
-		case ls[i].Foreign:
-			errs[i] = fmt.Errorf("redisq: AckMany: message %q is from queue %q, not %q", msgs[i].ID, msgs[i].q.name, q.name)
-		case !a.OK:
-			errs[i] = ErrLeaseLost
-		}
-	}
-	return errs
+	return nil
 }
+
+// NackOutcome says what a Nack did with the item.
+type NackOutcome int
+
+func (o NackOutcome) String() string {
+	switch o {
+	case NackRetried:
+		return "retried"
+	case NackDeadLettered:
+		return "dead-lettered"
+	case NackDropped:
+		return "dropped"
+	}
+	return "NackOutcome(?)"
+}
+
+// NackResult is what NackWith did.
+type NackResult struct {
+	Outcome NackOutcome
+	Due     time.Time // the redelivery due time (Redis clock) when retried
+}
+
+// NackOption configures NackWith.
+type NackOption func(*nackOptions)
+
+type nackOptions struct {
+	delayUS int64 // -1: the queue's backoff policy
+	reason  string
+}
+
+// NackDelay redelivers after d from Redis TIME instead of the backoff policy
+// (as NackAfter; d < 0 means 0).
+func NackDelay(d time.Duration) NackOption {
+	return func(o *nackOptions) { o.delayUS = delayUS(d) }
+}
+
+// NackReason records reason as the cause of death ("max attempts: " +
+// reason) if this Nack dead-letters the item. The reason is truncated so
+// that the whole cause stored is at most MaxReasonLen bytes.
+func NackReason(reason string) NackOption {
+	return func(o *nackOptions) { o.reason = reason }
+}
+
+// MaxReasonLen is the longest cause of death stored (Item.DeadReason), in
+// bytes: a DeadLetter reason is truncated to it, a NackReason to it less
+// the "max attempts: " before it. Truncation does not split a UTF-8
+// character.
+const MaxReasonLen = 1024
+
+// nackReasonPrefix goes before a NackReason in the cause of death (the nack
+// script adds it).
+const nackReasonPrefix = "max attempts: "
+
+// truncReason truncates r to at most n bytes, backing off to the start of
+// a UTF-8 character that the cut would split.
+func truncReason(r string, n int) string {
+	if len(r) <= n {
+		return r
+	}
+	cut := n
+	for cut > n-utf8.UTFMax && cut > 0 && !utf8.RuneStart(r[cut]) {
+		cut--
+	}
+	if !utf8.RuneStart(r[cut]) {
+		cut = n // not UTF-8 there: bytes are bytes
+	}
+	return r[:cut]
+}
+
+// NackWith is Nack (or NackAfter, with NackDelay) that reports what happened:
+// the item was retried (and when it is due), dead-lettered (it had max
+// attempts), or dropped (it was cancelled in flight). Blocking and errors as
+// Ack; on an error the result is zero.
+func (m *Message) NackWith(ctx context.Context, opts ...NackOption) (NackResult, error) {
+	o := nackOptions{delayUS: -1}
+	for _, f := range opts {
+		f(&o)
+	}
+	return m.nack(ctx, o.delayUS, truncReason(o.reason, MaxReasonLen-len(nackReasonPrefix)))
+}
+
+// DeadLetter moves the item to the dead set now, whatever its attempts,
+// recording reason (truncated to MaxReasonLen bytes; "" records
+// "dead-lettered by consumer") as the cause of death: use it for messages
+// that no retry can fix. An item cancelled in flight is deleted instead
+// (NackDropped). It returns NackDeadLettered or NackDropped; blocking and
+// errors as Ack.
+func (m *Message) DeadLetter(ctx context.Context, reason string) (NackOutcome, error) {
+	if reason == "" {
+		reason = "dead-lettered by consumer"
+	}
+	s, err := m.q.db.DeadLetter(ctx, m.lease(), truncReason(reason, MaxReasonLen))
+	if err != nil {
+		return 0, err
+	}
+	switch s {
+	case rdb.SettledDead:
+		return NackDeadLettered, nil
+	case rdb.SettledDropped:
+		return NackDropped, nil
+	}
+	return 0, ErrLeaseLost
+}
+
+// QueueName returns the name of the queue the message was taken from.
+func (m *Message) QueueName() string { return m.q.name }
+
+// LogValue makes a Message log as a group of its queue, id and attempt
+// (slog.LogValuer): slog.Any("msg", m) in a handler.
+func (m *Message) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("queue", m.q.name),
+		slog.String("id", m.ID),
+		slog.Int("attempt", m.Attempts),
+	)
+}
+
+const (
+	// NackRetried: the item is scheduled again (NackResult.Due).
+	NackRetried NackOutcome = iota + 1
+	// NackDeadLettered: the item had max attempts and is now dead.
+	NackDeadLettered
+	// NackDropped: the item had been cancelled in flight and is deleted.
+	NackDropped
+)

@@ -798,3 +798,25 @@ func (q *Queue) Close() error {
 	q.closeTimer()
 	return nil
 }
+
+// CancelOutcome says what Cancel did.
+type CancelOutcome int
+
+func (o CancelOutcome) String() string {
+	switch o {
+	case CancelRemoved:
+		return "removed"
+	case CancelMarked:
+		return "marked in flight"
+	}
+	return "CancelOutcome(?)"
+}
+
+const (
+	// CancelRemoved: the item was scheduled or dead and is gone.
+	CancelRemoved CancelOutcome = iota + 1
+	// CancelMarked: the item is in flight and is now marked: its consumer's
+	// Ack, Nack or DeadLetter deletes it, and an expired lease is not
+	// retried. The consumer holding it may still act on it.
+	CancelMarked
+)

@@ -1,0 +1,300 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// The handlers of a Worker: each lane runs one message at a time, extends
+// its lease while it runs, and settles it by the handler's result.
+
+// lane is one of the worker's n handlers: its goroutine's running job and
+// the timer that extends that job's lease.
+type lane struct {
+	timer    *time.Timer   // fires tick; guarded by the worker's mu (Reset/Stop)
+	cur      *job          // guarded by mu: the running message, or nil
+	armed    bool          // guarded by mu: timer set, tick not yet started
+	tickWait chan struct{} // guarded by mu: closed by tick for an ending job
+}
+
+// job is one handler run.
+type job struct {
+	m         *Message
+	cancel    context.CancelCauseFunc
+	state     jobState // guarded by the worker's mu
+	extending bool     // guarded by mu: an extension is in flight
+	lost      bool     // guarded by mu: an extension found the lease lost
+}
+
+type jobState int
+
+const (
+	jobRunning   jobState = iota
+	jobFinishing          // the handler returned: its goroutine settles it
+	jobReleased           // a forced stop handed the message back
+)
+
+// runLane runs the handler on d's message, then, while messages are due
+// (a backlog: d.more, then each claim's report) and the worker is not
+// stopping, acks the message and claims the next one in one script and
+// runs it, in this goroutine: in a backlog each handler pays one round trip
+// per message, as a consumer looping on AckTake does, with no hand-off
+// through the taking goroutine. When nothing more is due, the handler goes
+// back to wait for the taking goroutine, the only one of the worker that
+// waits in Redis.
+func (w *Worker) runLane(s *lane, d dispatch) {
+	m, more := d.m, d.more
+	for {
+		if !w.runJob(s, m) {
+			return
+		}
+		w.mu.Lock()
+		stopping := w.stoppingLocked()
+		w.mu.Unlock()
+		if !more || stopping || w.q.isClosed() {
+			w.queueAck(m)
+			return
+		}
+		ms, next, err := w.q.claim(w.takeCtx, 1, m)
+		switch {
+		case err == nil:
+			w.unhold(1)
+		case errors.Is(err, ErrLeaseLost):
+			w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
+				"queue", w.q.name, "id", m.ID, "attempt", m.Attempts)
+			w.unhold(1)
+			return
+		default: // maybe not acked: the ack goroutine settles it
+			w.queueAck(m)
+			return
+		}
+		if len(ms) == 0 {
+			return
+		}
+		w.mu.Lock()
+		w.held += len(ms)
+		w.mu.Unlock()
+		m, more = ms[0], next == 0
+	}
+}
+
+// runJob runs the handler on m in the lane's goroutine and settles a
+// failure (Nack or DeadLetter) or a lost lease. It reports whether the
+// handler succeeded: the caller then acks m.
+func (w *Worker) runJob(s *lane, m *Message) bool {
+	w.mu.Lock()
+	if w.stoppingLocked() { // taken as the worker stopped: hand it back unstarted
+		w.mu.Unlock()
+		w.release([]*Message{m})
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(context.WithValue(w.base, messageKey{}, m))
+	j := &job{m: m, cancel: cancel}
+	s.cur, s.armed = j, true
+	s.timer.Reset(w.every)
+	w.mu.Unlock()
+
+	err := w.call(ctx, m)
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		w.log.Error("redisq: worker: handler panicked", "queue", w.q.name, "id", m.ID,
+			"attempt", m.Attempts, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
+
+	w.mu.Lock()
+	state := j.state
+	if state == jobRunning {
+		j.state = jobFinishing
+	}
+	var wait chan struct{}
+	if s.armed && !s.timer.Stop() || j.extending {
+		// An extension is starting or running: wait for it, so that none
+		// runs after the handler has returned.
+		wait = make(chan struct{})
+		s.tickWait = wait
+	}
+	s.armed = false
+	s.cur = nil
+	lost := j.lost
+	w.mu.Unlock()
+	if wait != nil {
+		<-wait
+		w.mu.Lock()
+		lost = j.lost
+		w.mu.Unlock()
+	}
+	cancel(nil)
+
+	switch {
+	case state == jobReleased:
+		return false // hardStop released it and unholds it
+	case lost:
+		w.log.Warn("redisq: worker: lease lost while the handler ran; result dropped",
+			"queue", w.q.name, "id", m.ID, "attempt", m.Attempts, "result", errText(err))
+		w.unhold(1)
+		return false
+	case err == nil:
+		return true
+	}
+	w.settle(m, err)
+	w.unhold(1)
+	return false
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "nil"
+	}
+	return err.Error()
+}
+
+// call runs the wrapped handler, turning a panic of middleware into a
+// *PanicError too (recoverPanics catches the handler's own).
+func (w *Worker) call(ctx context.Context, m *Message) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return w.h(ctx, m)
+}
+
+// settle gives back a message whose handler failed, by Outcome: DeadLetter
+// for a SkipRetryError, NackAfter for a RetryAfterError, else (a panic
+// too) Nack with the backoff; the reason is the error's text (truncated to
+// MaxReasonLen). A message that this kills is logged at Warn, whatever the
+// middleware: a dead letter waits for an operator.
+func (w *Worker) settle(m *Message, herr error) {
+	ctx, cancel := context.WithTimeout(w.base, settleTimeout)
+	defer cancel()
+	reason := herr.Error()
+	var out NackOutcome
+	var err error
+	switch Outcome(herr) {
+	case "skip_retry":
+		out, err = m.DeadLetter(ctx, reason)
+	case "retry_after":
+		var later *RetryAfterError
+		errors.As(herr, &later)
+		var r NackResult
+		r, err = m.NackWith(ctx, NackDelay(later.Delay), NackReason(reason))
+		out = r.Outcome
+	default: // "error", "panic"
+		var r NackResult
+		r, err = m.NackWith(ctx, NackReason(reason))
+		out = r.Outcome
+	}
+	switch {
+	case err != nil:
+		w.log.Warn("redisq: worker: settling a failed message failed; it is redelivered after its lease",
+			"queue", w.q.name, "id", m.ID, "attempt", m.Attempts, "err", err)
+	case out == NackDeadLettered:
+		why := "skip retry"
+		if Outcome(herr) != "skip_retry" {
+			why = "max attempts"
+		}
+		w.log.Warn("redisq: worker: message dead-lettered", "queue", w.q.name, "id", m.ID,
+			"attempt", m.Attempts, "cause", why, "err", reason)
+	}
+}
+
+// tick extends the lease of the lane's running message; it runs on the
+// lane's timer, every third of the visibility timeout while the handler
+// runs.
+func (w *Worker) tick(s *lane) {
+	w.mu.Lock()
+	s.armed = false
+	j := s.cur
+	if j == nil || j.state != jobRunning {
+		if s.tickWait != nil {
+			close(s.tickWait)
+			s.tickWait = nil
+		}
+		w.mu.Unlock()
+		return
+	}
+	j.extending = true
+	w.mu.Unlock()
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(w.base, min(w.vis, settleTimeout))
+	_, ok, err := w.q.db.Extend(ctx, j.m.lease(), delayUS(w.vis))
+	cancel()
+	if err == nil && !ok {
+		err = ErrLeaseLost
+	}
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	j.extending = false
+	if s.tickWait != nil {
+		close(s.tickWait)
+		s.tickWait = nil
+	}
+	if j.state != jobRunning || s.cur != j {
+		return
+	}
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		j.lost = true
+		j.cancel(fmt.Errorf("redisq: worker: the lease of %q was lost while its handler ran: %w", j.m.ID, ErrLeaseLost))
+	case err != nil:
+		// The lease has at least 2/3 of the visibility timeout left at
+		// the first try: try again soon.
+		w.log.Warn("redisq: worker: extending a lease failed; retrying", "queue", w.q.name, "id", j.m.ID, "err", err)
+		s.armed = true
+		s.timer.Reset(max(w.every/4, time.Millisecond))
+	default:
+		s.armed = true
+		s.timer.Reset(max(w.every-time.Since(start), 0))
+	}
+}
+
+// queueAck hands a finished message to be acked: by the next claim's
+// script when the taking goroutine is about to claim (it waits for this
+// handler to be idle), else together with the others waiting, now.
+func (w *Worker) queueAck(m *Message) { w.acks.add(m) }
+
+// ack acks ms, retrying a failed round trip twice (an applied ack whose
+// reply was lost reports success: see Ack).
+func (w *Worker) ack(ms []*Message) {
+	ctx, cancel := context.WithTimeout(w.base, settleTimeout)
+	defer cancel()
+	errs := make([]error, len(ms))
+	for try := 0; ; try++ {
+		if len(ms) == 1 {
+			errs[0] = ms[0].Ack(ctx)
+		} else {
+			errs = w.q.AckMany(ctx, ms)
+		}
+		var again []*Message
+		var againErrs []error
+		for i, err := range errs {
+			switch {
+			case err == nil:
+			case errors.Is(err, ErrLeaseLost):
+				w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
+					"queue", w.q.name, "id", ms[i].ID, "attempt", ms[i].Attempts)
+			case try < 2 && ctx.Err() == nil:
+				again = append(again, ms[i])
+				againErrs = append(againErrs, err)
+			default:
+				w.log.Warn("redisq: worker: ack failed; the message will be redelivered after its lease",
+					"queue", w.q.name, "id", ms[i].ID, "err", err)
+			}
+		}
+		if len(again) == 0 {
+			return
+		}
+		t := time.NewTimer(50 * time.Millisecond << try)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		ms, errs = again, againErrs
+	}
+}
