@@ -94,15 +94,26 @@ func (m *Message) Extend(ctx context.Context, d time.Duration) error {
 	if d < time.Millisecond {
 		d = time.Millisecond
 	}
-	dl, ok, err := m.q.db.Extend(ctx, m.lease(), delayUS(d))
+	dl, err := m.extend(ctx, d)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return ErrLeaseLost
-	}
-	m.Deadline = msTime(dl)
+	m.Deadline = dl
 	return nil
+}
+
+// extend sets the lease deadline to Redis TIME + d and returns it, or
+// ErrLeaseLost; m.Deadline is left as it is (a Worker's extensions keep the
+// claim's).
+func (m *Message) extend(ctx context.Context, d time.Duration) (time.Time, error) {
+	dl, ok, err := m.q.db.Extend(ctx, m.lease(), delayUS(d))
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !ok {
+		return time.Time{}, ErrLeaseLost
+	}
+	return msTime(dl), nil
 }
 
 // lease names m's lease for the storage layer.

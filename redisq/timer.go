@@ -133,3 +133,31 @@ func (q *Queue) closeTimer() {
 
 // timerID names this Queue in the timer key.
 func (q *Queue) timerID() string { return q.wpref + "q" }
+
+// waitDueSoon is a consumer's local wait for this Queue's own deadline:
+// when the Queue owns the timer (timerWait) for a due time at most
+// localWaitMax away (and under limit), it sleeps until then without a
+// Redis command, and reports true: claim now. The claim that follows then
+// carries the acks of what finished meanwhile (see takeBatch, which waits
+// so for its own Take). It returns ctx's error if ctx ends first.
+func (q *Queue) waitDueSoon(ctx context.Context, limit time.Duration) (bool, error) {
+	at, mine := q.timerWait()
+	if !mine {
+		return false, nil
+	}
+	d := time.Until(at)
+	if d > localWaitMax || d >= limit {
+		q.timerWaitDone(at, false)
+		return false, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		q.timerWaitDone(at, true)
+		return false, ctx.Err()
+	}
+	q.timerWaitDone(at, false)
+	return true, nil
+}

@@ -43,28 +43,17 @@ func (w *Worker) fetch() {
 		// wait for it here rather than in Take, and take the permits
 		// and acks of the handlers that finish meanwhile: the claim that
 		// follows carries an ack and takes work for all of them.
-		at, mine := w.q.timerWait()
-		claimNow := false
-		if mine {
-			if d := time.Until(at); d <= localWaitMax && d < w.vis/4 {
-				t := time.NewTimer(d)
-				select {
-				case <-t.C:
-				case <-w.takeCtx.Done():
-					t.Stop()
-					w.q.timerWaitDone(at, true)
-					return
-				}
-				claimNow = true
-				k = w.morePermits(k)
-			}
-			w.q.timerWaitDone(at, false)
+		claimNow, err := w.q.waitDueSoon(w.takeCtx, w.vis/4)
+		if err != nil {
+			return
+		}
+		if claimNow {
+			k = w.morePermits(k)
 		}
 		// The first finished message is acked by this claim's script; any
 		// others together, now.
 		done, _ := w.acks.takeFirst()
 		var ms []*Message
-		var err error
 		more := false // messages are due beyond these: a backlog
 		if claimNow && !w.q.isClosed() {
 			var next time.Duration

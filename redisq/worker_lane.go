@@ -221,11 +221,8 @@ func (w *Worker) tick(s *lane) {
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(w.base, min(w.vis, settleTimeout))
-	_, ok, err := w.q.db.Extend(ctx, j.m.lease(), delayUS(w.vis))
+	_, err := j.m.extend(ctx, w.vis)
 	cancel()
-	if err == nil && !ok {
-		err = ErrLeaseLost
-	}
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
