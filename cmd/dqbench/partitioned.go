@@ -305,12 +305,9 @@ func clusterMasters(ctx context.Context, cc *redis.ClusterClient) ([]CapacityMas
 // capQueue is what a capacity run drives: a *redisq.Queue or a
 // *redisq.Partitioned.
 type capQueue interface {
-	EnqueueMany(ctx context.Context, items []redisq.EnqueueItem) ([]redisq.EnqueueResult, error)
-	AckTake(ctx context.Context, done *redisq.Message) (*redisq.Message, error)
-	TakeBatch(ctx context.Context, n int) ([]*redisq.Message, error)
-	AckMany(ctx context.Context, msgs []*redisq.Message) []error
-	Destroy(ctx context.Context) (int64, error)
-	Close() error
+	redisq.Producer
+	redisq.Consumer
+	redisq.Admin
 }
 
 // measure creates the queues of one configuration (parts 0: an ordinary

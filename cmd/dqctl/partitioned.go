@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -22,32 +21,12 @@ import (
 // holds each id (its routing partition, else the one Locate finds). Every
 // partition's own name is an ordinary queue for every command.
 
-// admin is what the commands on a whole queue need of it: a *redisq.Queue
-// or a *redisq.Partitioned (whose calls act on every partition).
-type admin interface {
-	Name() string
-	Stats(ctx context.Context) (redisq.Stats, error)
-	DueHistogram(ctx context.Context, width time.Duration, buckets int) (redisq.DueHistogram, error)
-	RequeueAllDead(ctx context.Context) (int64, error)
-	DeleteAllDead(ctx context.Context) (int64, error)
-	Purge(ctx context.Context, state redisq.State) (int64, error)
-	Paused(ctx context.Context) (bool, error)
-	Pause(ctx context.Context) error
-	Resume(ctx context.Context) error
-	Destroy(ctx context.Context) (int64, error)
-	// The operator's views: dead letters by cause, live workers.
-	DeadReasons(ctx context.Context, limit int64) (redisq.DeadReasonSummary, error)
-	RequeueDeadByReason(ctx context.Context, reason string) (int64, error)
-	DeleteDeadByReason(ctx context.Context, reason string) (int64, error)
-	Workers(ctx context.Context) ([]redisq.WorkerInfo, error)
-}
-
 // target is the queue a command names: an ordinary queue (q) or a
 // partitioned one (p).
 type target struct {
-	admin
-	q *redisq.Queue
-	p *redisq.Partitioned
+	redisq.Admin // the commands on a whole queue act on every partition of one
+	q            *redisq.Queue
+	p            *redisq.Partitioned
 }
 
 // label names the queue in messages: `queue "emails"`, or `queue
@@ -86,7 +65,7 @@ func (e *env) target(name string) (*target, error) {
 	switch {
 	case err == nil:
 		e.partitioned = true
-		return &target{admin: p, p: p}, nil
+		return &target{Admin: p, p: p}, nil
 	case !errors.Is(err, redisq.ErrNoQueue):
 		return nil, err
 	}
@@ -94,7 +73,7 @@ func (e *env) target(name string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &target{admin: q, q: q}, nil
+	return &target{Admin: q, q: q}, nil
 }
 
 // partitionedErr explains why a command that works on one ordinary queue

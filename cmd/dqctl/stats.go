@@ -49,7 +49,7 @@ func statsPartitioned(e *env, p *redisq.Partitioned) error {
 		}
 		return writeJSON(e.stdout, out)
 	}
-	t := &target{admin: p, p: p}
+	t := &target{Admin: p, p: p}
 	printStats(e.stdout, t.label(), e.conn.where(), st, nil)
 	paused := 0
 	for _, s := range ss {

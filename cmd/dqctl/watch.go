@@ -66,7 +66,7 @@ func cmdWatch(e *env) error {
 	return nil
 }
 
-func readWatch(e *env, q admin) (redisq.Stats, redisq.DueHistogram, error) {
+func readWatch(e *env, q redisq.Admin) (redisq.Stats, redisq.DueHistogram, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, e.conn.timeout)
 	defer cancel()
 	st, err := q.Stats(ctx)
