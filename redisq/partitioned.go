@@ -37,7 +37,7 @@ var ErrPartitions = errors.New("redisq: partition count mismatch")
 // past the count, a partition name not the layout's) or says fewer
 // partitions than hold data. Nothing is changed. Partitioned.Audit reports
 // the same findings as problems.
-var ErrBadPartitionTable = errors.New("bad partition table")
+var ErrBadPartitionTable = errors.New("redisq: bad partition table")
 
 // Partitioned is one logical delay queue stored as P ordinary queues (its
 // partitions) in different Redis Cluster slots, so that P masters share its
@@ -152,7 +152,7 @@ func layoutName(name string, i, partitions int) string {
 // or swapped partition is not the layout's.
 func parsePartitions(name string, fields map[string]string) ([]string, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("redisq: partitioned queue %q: %w %s: %s", name, ErrBadPartitionTable, partitionsKey(name), why)
+		return fmt.Errorf("%w %s of partitioned queue %q: %s", ErrBadPartitionTable, partitionsKey(name), name, why)
 	}
 	n, err := strconv.Atoi(fields["n"])
 	if err != nil || n < 1 || n > MaxPartitions {
@@ -216,8 +216,8 @@ func largerLayout(ctx context.Context, c redis.UniversalClient, name string, n i
 		var reply redis.Error
 		switch err := cmd.Err(); {
 		case err == nil && cmd.Val() > 0:
-			return fmt.Errorf("redisq: partitioned queue %q: %w %s: it says %d partitions, but %q, partition %d of a larger count, holds data",
-				name, ErrBadPartitionTable, partitionsKey(name), n, cands[i], n)
+			return fmt.Errorf("%w %s of partitioned queue %q: it says %d partitions, but %q, partition %d of a larger count, holds data",
+				ErrBadPartitionTable, partitionsKey(name), name, n, cands[i], n)
 		case err != nil && !errors.As(err, &reply):
 			return err
 		}

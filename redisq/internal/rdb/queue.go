@@ -10,7 +10,7 @@ var (
 	scriptMigrate  = newScript("migrate", kStats, kSeq)
 	scriptPause    = newScript("pause", kSeq).acked()
 	scriptResume   = newScript("resume", kSeq, kWake).acked()
-	scriptGiveUp   = newScript("release", kWake, kTimer)
+	scriptGiveUp   = newScript("give_up_timer", kWake, kTimer)
 	scriptUnblock  = newScript("unblock")
 	scriptStopFeed = newScript("stop_feed")
 	scriptParts    = newScript("partitions")
@@ -40,7 +40,7 @@ func (r *Runner) Resume(ctx context.Context) error {
 }
 
 // GiveUpTimer gives the queue's timer up if the Queue value timerID owns it
-// and wakes another waiter to take it over (lua/release.lua).
+// and wakes another waiter to take it over (lua/give_up_timer.lua).
 func (r *Runner) GiveUpTimer(ctx context.Context, timerID string) error {
 	_, err := r.run(ctx, scriptGiveUp, nil, timerID)
 	return err

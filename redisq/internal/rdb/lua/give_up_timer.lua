@@ -1,4 +1,4 @@
--- release (the timer): ARGV[2] timer id. A Queue closing while it owns the timer gives
+-- give up timer: ARGV[2] timer id. A Queue closing while it owns the timer gives
 -- it up and wakes another waiter to take it over.
 --
 -- KEYS: wake, timer
