@@ -19,8 +19,9 @@ var (
 	ErrNoQueue = errors.New("redisq: no such queue")
 )
 
-// adminBatch is how many items one admin batch script handles: about 2ms of
-// server CPU on a small VM (reviving an item rewrites its hash and zsets).
+// adminBatch is how many items one admin batch script handles (reviving an
+// item rewrites its hash and zsets): a bounded script, see
+// docs/performance.md#bounded-scripts.
 const adminBatch = 200
 
 // ScheduleResult is what Schedule did.

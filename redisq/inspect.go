@@ -252,13 +252,10 @@ const listBytes = rdb.ListBytes
 // MaxPrefixScan bytes, copying it whole on Redis' main thread: Redis has no
 // command that reads part of a hash field, so the script copies the
 // payload to cut it (HSTRLEN, O(1), sizes it first). A larger payload is
-// not touched, so GetPrefix is O(1) in its size. Measured on Redis 7.0:
-// under 0.1 ms for a 10 MiB payload (not read), about 0.1 ms for 64 KiB
-// and 1.5-3.5 ms for 1 MiB, where Get of the 10 MiB payload takes 30-40 ms
-// of Redis' main thread (the script copies it four times: into the
-// script's reply buffer, into one string, into Lua, into the reply) and
-// up to 90 ms while other such reads are under way. What reaches the
-// client is at most max bytes of payload.
+// not touched, so GetPrefix is O(1) in its size, where Get copies a
+// payload four times (into the script's reply buffer, into one string,
+// into Lua, into the reply); what each costs: docs/performance.md. What
+// reaches the client is at most max bytes of payload.
 //
 // It returns ErrNotFound for an unknown id, ErrClosed after Close, an
 // error for a bad max, or a Redis/context error.

@@ -48,25 +48,13 @@ var ErrBadPartitionTable = errors.New("redisq: bad partition table")
 // # Layout
 //
 // Partition i of the queue NAME with P partitions is the ordinary queue
-// named NAME~i.j, where j is the smallest number >= 0 that puts the
-// partition's hash tag {dq:NAME~i.j} in the i-th of P equal ranges of the
-// 16384 Cluster slots, one slot away from its ends: CRC16("dq:NAME~i.j")
-// mod 16384 in [⌊i·16384/P⌋+1, ⌊(i+1)·16384/P⌋-1). On a Cluster whose
-// masters hold equal
-// contiguous slot ranges (as redis-cli --cluster create assigns them) P
-// partitions thus land on min(P, masters) different masters, evenly; the
-// placement follows slots, not masters, so a Cluster with other slot
-// ranges, or one resharded later, may put several partitions on one master.
-// The names are stored when the queue is created, in the hash
-// {dq:NAME}:parts (fields n: P, v: the layout version 1, p0 … p(P-1): the
-// partition names), which every later NewPartitioned and OpenPartitioned
-// reads and checks: it must hold those fields and no others, name the
-// partitions of its version's layout for its count, and no partition of a
-// larger count may hold data, or the open fails with ErrBadPartitionTable
-// (a count or name changed by hand would route ids to the wrong
-// partitions and hide the others' items). A new layout would be a new
-// version. The hash shares the tag of an ordinary queue named NAME:
-// NewPartitioned refuses a name that an ordinary queue uses.
+// NAME~i.j (PartitionLayout), whose slot is in the i-th of P equal ranges
+// of the Cluster's slots, so that on a Cluster whose masters hold equal
+// slot ranges the partitions land on min(P, masters) masters, evenly. The
+// names are stored when the queue is created, in the hash {dq:NAME}:parts,
+// which every later NewPartitioned and OpenPartitioned checks: a table
+// changed by hand fails the open with ErrBadPartitionTable. How the
+// layout is computed and checked: docs/redisq-design.md.
 //
 // # Routing
 //

@@ -34,71 +34,20 @@ const partSettle = 10 * time.Second
 // and the partition is claimed again after a pause of 10ms, doubling up to
 // 1s).
 //
-// # How
-//
-// The process has one taker per partition, a goroutine that runs that
-// partition's TakeBatch, so each partition keeps its own wake marker and
-// timer owner as an ordinary queue does, and the process waits on all of
-// them without polling. The takers claim only while the process's callers
-// take:
-//
-//   - when callers wait for more items than the process holds, every idle
-//     taker claims its share of the shortfall (a partition with nothing due
-//     waits in its BZPOPMIN, and the first claims to return serve the
-//     callers);
-//   - to merge, a partition whose last claim returned all it asked for and
-//     whose last claimed item is due no later than the merge's front (the
-//     earliest held item, or with none held the last one handed out)
-//     claims again: a catch-up claim of twice what it handed out since its
-//     previous claim, 1 to 100 items;
-//   - while items are held, a partition whose last claim found nothing
-//     more due waits for its next due item.
-//
-// Callers are handed the held items earliest due first, FIFO among equal
-// due times, in the order the callers came.
-//
-// # Order across partitions
-//
-// Each partition delivers in its own due order, FIFO among equal due times,
-// never early, by its master's clock. Across partitions the process merges
-// what it claims: when an item x of partition A is handed out, no held item
-// is due before x, and every other partition B holds items (its unclaimed
-// ones are due after them), or its last claimed item is due after x, or
-// its last claim found nothing more due and its taker waits for B's next
-// due item, or a claim of B is under way (or starts as x is handed out).
-// So an item y of B due before x that was claimable when x was handed out
-// is handed out after x only when (1) B's claim was under way (y follows
-// within its round trip), (2) y became claimable after B's last claim: it
-// was enqueued, rescheduled, nacked or released to a time before x's, or
-// its lease expired, or it became due while B's taker waited (B's marker or
-// timer wakes it, as it wakes an ordinary consumer), (3) B's last claim
-// failed and is retried after its pause, or (4) the masters' clocks differ
-// by more than x's due time minus y's (due times are each master's). The
-// merge is per process: processes each merge what they claim.
-//
-// # Leases
-//
-// An item is leased when its partition claims it, which can be before a
-// caller asks for it (claims of several partitions for the same callers,
-// catch-up claims): an item that no caller took within 500ms, or a quarter
-// of its lease if that is shorter, is released (Message.Release: back to
-// its schedule, no attempt counted), so a held item is handed out with at
-// least three quarters of its lease left; all held items are released, and
-// the takers' waits end, when no caller has waited for 500ms, and at
-// Close. A released item goes back behind the items due in the same
-// millisecond: FIFO among equal due times holds except for the items the
-// process released.
-//
-// # Cost
-//
-// Under load, one claim carries the items of many callers and the acks of
-// AckTake calls are combined (see AckTake), so an AckTake loop costs each
-// item's master less than Queue.AckTake's one script per item. An idle
-// process waiting on P partitions costs P times an idle Queue (one
-// BZPOPMIN and one claim per wake cap per partition), and starting to take
-// again after 500ms without a caller costs a claim per partition. Each
-// partition's wait holds one connection of the wait client: size the pool
-// for P of them plus the process's other calls.
+// The process takes from every partition at once, one goroutine each, and
+// merges what they claim in due order; each partition delivers in its own
+// due order, FIFO among equal due times, never early, and across
+// partitions an item may come after one due later only in the cases that
+// docs/redisq-design.md lists (a claim of its partition under way, an item
+// that became due while its partition waited, clocks of the masters that
+// differ). An item claimed and not taken by a caller within 500ms (or a
+// quarter of its lease) is handed back (Message.Release, no attempt
+// counted), so a held item comes with at least three quarters of its
+// lease; what the process holds when no caller has waited for 500ms, and
+// at Close, is handed back too. An idle process waiting on P partitions
+// costs P times an idle Queue, and holds P connections of the wait
+// client: size the pool for them plus the process's other calls. How it
+// works, and what it costs: docs/redisq-design.md#partitioned-take.
 func (p *Partitioned) Take(ctx context.Context) (*Message, error) {
 	ms, err := p.tk.take(ctx, 1)
 	if err != nil {

@@ -68,20 +68,15 @@ const settleTimeout = 10 * time.Second
 // concurrent handlers: the loop of Take, run, Ack or Nack, lease extension,
 // panic recovery and shutdown that every consumer otherwise writes.
 //
-// One goroutine waits for work for all idle handlers: while nothing is
-// due it is the worker's only waiter in Redis (one blocked connection; an
-// idle worker costs what one idle Take does), and each of its claims
-// leases work for every idle handler at once (TakeBatch) and acks a
-// finished message in the same script (AckTake). When this Queue's next
-// due time is a few milliseconds away, it waits for it locally, so that
-// the claim then carries the ack of a message finished meanwhile. While a
-// backlog lasts (a claim leaves due work behind), each handler acks its
-// message and claims its next one in one script and runs it itself, with
-// no hand-off. Other acks go together (AckMany) from a goroutine of their
-// own. So a busy worker pays one round trip per message or less. A failed
-// message is settled (Nack, DeadLetter) by its handler's goroutine before
-// that handler takes more work. A message is leased only for an idle
-// handler, never to wait for one.
+// One goroutine waits for work for all idle handlers (an idle worker
+// costs what one idle Take does) and each claim leases work for every idle
+// handler at once and acks a finished message in the same script; while a
+// backlog lasts, each handler acks its message and claims the next in one
+// script. So a busy worker pays one round trip per message or less, and a
+// message is leased only for an idle handler, never to wait for one (how:
+// docs/redisq-design.md#the-worker). A failed message is settled (Nack,
+// DeadLetter) by its handler's goroutine before that handler takes more
+// work.
 //
 // While it takes work, the worker keeps the queue's recurring
 // registrations going (Queue.KeepRecurring; WorkerOptions.NoRecurring turns

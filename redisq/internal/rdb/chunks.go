@@ -11,9 +11,8 @@ import (
 // most EnqueueBatch items and, after a chunk's first item, at most
 // BatchBytes of ids and payloads (storing a payload copies it, so the cost
 // grows with its size; an item larger than that goes alone, as Enqueue
-// would store it). About 2ms of server CPU on a small VM. EnqueueMany and
-// AckMany send larger inputs as several scripts in one pipelined round
-// trip.
+// would store it). EnqueueMany and AckMany send larger inputs as several
+// scripts in one pipelined round trip.
 const (
 	EnqueueBatch = 200
 	BatchBytes   = 64 << 10
