@@ -85,6 +85,7 @@ func checkCSRF(r *http.Request) error {
 type op struct {
 	ids       bool   // acts on 1..MaxSelect item ids
 	reg       bool   // acts on a recurring registration
+	reason    bool   // acts on the dead items of one cause of death
 	needState bool   // acts on a whole state
 	label     string // the button
 	danger    bool
@@ -97,6 +98,8 @@ var ops = map[string]op{
 	"run-now":         {ids: true, label: "Run now"},
 	"requeue-all":     {label: "Requeue all"},
 	"delete-all-dead": {label: "Delete all", danger: true},
+	"requeue-reason":  {reason: true, label: "Requeue all"},
+	"delete-reason":   {reason: true, label: "Delete all", danger: true},
 	"purge":           {needState: true, label: "Purge", danger: true},
 	"pause":           {label: "Pause", danger: true},
 	"resume":          {label: "Resume"},
@@ -108,6 +111,14 @@ type action struct {
 	Op, Queue string
 	IDs       []string
 	Reg       string // the registration unregister removes
+	// Reason is the cause of death of the dead items requeue-reason and
+	// delete-reason act on; Grouped and DeadTotal are how many dead items
+	// the grouping that counted them (Count) examined, of how many.
+	Reason             string
+	Grouped, DeadTotal int64
+	// Tab is the tab a run-now was asked from when it is not a state's
+	// (the Recurring tab), for the page to go back to.
+	Tab string
 	// State is the state purge empties; for actions on items, the state
 	// of the list they were selected in (0 if unknown), for the wording.
 	State redisq.State
@@ -155,12 +166,12 @@ func stateNoun(s redisq.State) string {
 	return "item"
 }
 
-// count is "1 dead item", "37 dead items".
+// count is "1 dead item", "3,272 dead items".
 func count(n int64, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return num(n) + " " + noun + "s"
 }
 
 // place is where the only item of a is: `of queue "jobs" (3
@@ -191,7 +202,11 @@ func (a action) question() string {
 			}
 			return fmt.Sprintf("Delete item %s %s? An in-flight item is marked instead: deleted when its consumer settles it, never retried.", id, at)
 		case "run-now":
-			return fmt.Sprintf("Run item %s %s now? It becomes due now.", id, at)
+			if name, t, ok := redisq.Occurrence(a.IDs[0]); ok {
+				return fmt.Sprintf("Run %s %s now? It is an occurrence of recurring %s: while it waits for its time (%s), an extra run is enqueued, due now, "+
+					"and it stays, so the schedule's run still happens; if it is already due, it keeps its place.", id, at, quoted(name), t.UTC().Format(absFormat))
+			}
+			return fmt.Sprintf("Run item %s %s now? If it is not yet due, it becomes due now, behind the items already due; if it is already due, it keeps its place; a dead item is requeued.", id, at)
 		}
 	}
 	return a.manyQuestion(int64(len(a.IDs)))
@@ -225,7 +240,10 @@ func (a action) questionWith(items func(noun string) string) string {
 		}
 		return fmt.Sprintf("Delete %s of queue %s? In-flight ones are marked instead: deleted when their consumers settle them, never retried.", items("item"), q)
 	case "run-now":
-		return fmt.Sprintf("Run %s of queue %s now? They become due now.", items("scheduled item"), q)
+		return fmt.Sprintf("Run %s of queue %s now? Those not yet due become due now, behind the items already due; those already due keep their place; "+
+			"a recurring occurrence waiting for its time stays, and an extra run of it is enqueued, due now.", items("scheduled item"), q)
+	case "requeue-reason", "delete-reason":
+		return a.reasonQuestion()
 	case "requeue-all":
 		return fmt.Sprintf("Requeue all %s of queue %s? They become due now, attempts reset.", count(a.Count, "dead item"), q)
 	case "delete-all-dead":
@@ -360,11 +378,12 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	queue, err := formValue(r, "q")
 	ids, parts, err2 := formIDs(r)
 	reg, err3 := formValue(r, "reg")
-	if err = errors.Join(err, err2, err3); err != nil {
+	reason, err4 := formValue(r, "reason")
+	if err = errors.Join(err, err2, err3, err4); err != nil {
 		h.fail(w, r, http.StatusBadRequest, "%v", err)
 		return
 	}
-	a.Queue, a.IDs, a.Reg, a.Parts = queue, ids, reg, parts
+	a.Queue, a.IDs, a.Reg, a.Parts, a.Reason = queue, ids, reg, parts, reason
 	o, ok := ops[a.Op]
 	if !ok {
 		h.fail(w, r, http.StatusBadRequest, "unknown action %s", quoted(a.Op))
@@ -407,6 +426,25 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "action %s takes no registration name", a.Op)
 		return
 	}
+	switch {
+	case o.reason && a.Reason == "":
+		h.fail(w, r, http.StatusBadRequest, "action %s needs a cause of death (reason)", a.Op)
+		return
+	case o.reason && len(a.Reason) > MaxName:
+		h.fail(w, r, http.StatusBadRequest, "reason of %d bytes is too long for the dashboard (at most %d): use dqctl", len(a.Reason), MaxName)
+		return
+	case !o.reason && a.Reason != "":
+		h.fail(w, r, http.StatusBadRequest, "action %s takes no reason", a.Op)
+		return
+	}
+	switch tab := r.PostFormValue("tab"); {
+	case tab == "":
+	case tab == recurringTab && a.Op == "run-now":
+		a.Tab = tab
+	default:
+		h.fail(w, r, http.StatusBadRequest, "bad form field tab %s", quoted(tab))
+		return
+	}
 	t := h.target(r.Context(), w, r, a.Queue)
 	if t == nil {
 		return
@@ -414,8 +452,8 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	defer t.close()
 	if t.p != nil {
 		a.NParts = t.p.NumPartitions()
-		if o.reg {
-			h.fail(w, r, http.StatusBadRequest, "queue %s is partitioned: unregister on its partition's page", quoted(a.Queue))
+		if o.reg || a.Tab != "" {
+			h.fail(w, r, http.StatusBadRequest, "queue %s is partitioned: its recurring registrations are on its partitions' pages", quoted(a.Queue))
 			return
 		}
 		for _, k := range a.Parts {
@@ -541,15 +579,27 @@ func (h *handler) resultPage(w http.ResponseWriter, r *http.Request) {
 	}{h.layout(w, r, "Done", false), res.status == http.StatusOK, res.msg, res.back, res.queue})
 }
 
-// countFor reads how many items an action on a whole state would change,
-// for its question.
-func (h *handler) countFor(ctx context.Context, q admin, a *action) error {
+// countFor reads how many items an action on a whole state (or on the
+// dead items of a cause) would change, for its question.
+func (h *handler) countFor(ctx context.Context, t *target, a *action) error {
 	switch a.Op {
 	case "requeue-all", "delete-all-dead", "purge":
+	case "requeue-reason", "delete-reason":
+		sum, err := deadReasonsOf(ctx, t)
+		if err != nil {
+			return err
+		}
+		a.Grouped, a.DeadTotal = sum.Examined, sum.Dead
+		for _, g := range sum.Reasons {
+			if g.Reason == a.Reason {
+				a.Count = g.Count
+			}
+		}
+		return nil
 	default:
 		return nil
 	}
-	st, err := q.Stats(ctx)
+	st, err := t.Stats(ctx)
 	if err != nil {
 		return err
 	}
@@ -582,8 +632,11 @@ func (h *handler) backURL(a action) string {
 // listURL is the tab an action was taken from: its state's, or the
 // Recurring tab.
 func (h *handler) listURL(a action) string {
-	if ops[a.Op].reg {
+	switch {
+	case ops[a.Op].reg, a.Tab == recurringTab:
 		return h.recurringURL(a.Queue)
+	case ops[a.Op].reason:
+		return h.tabURL(a.Queue, redisq.StateDead)
 	}
 	return h.tabURL(a.Queue, a.State)
 }
@@ -593,6 +646,18 @@ type outcome struct {
 	done, marked, gone, wrong []string
 	several                   []string // in several partitions: left alone
 	unrouted                  []string // not in their routing partitions: left alone
+	// Of a run-now, what RunNow did to the items done (done holds those
+	// it moved): due already, kept in place; dead, requeued; recurring
+	// occurrences, each with its extra run.
+	due, requeued []string
+	extra         []runNowExtra
+}
+
+// runNowExtra is an occurrence that RunNow left in place, and its extra
+// run.
+type runNowExtra struct {
+	id  string
+	res redisq.RunNowResult
 }
 
 // names lists up to 5 ids, quoted.
@@ -631,6 +696,12 @@ func (h *handler) do(ctx context.Context, t *target, a action) (int, string) {
 	case "delete-all-dead":
 		n, err = q.DeleteAllDead(ctx)
 		done = fmt.Sprintf("Deleted %s of queue %s.", count(n, "dead item"), ql)
+	case "requeue-reason":
+		n, err = q.RequeueDeadByReason(ctx, a.Reason)
+		done = fmt.Sprintf("Requeued %s of queue %s that died of %s: they are due now.", count(n, "dead item"), ql, quotedReason(a.Reason))
+	case "delete-reason":
+		n, err = q.DeleteDeadByReason(ctx, a.Reason)
+		done = fmt.Sprintf("Deleted %s of queue %s that died of %s.", count(n, "dead item"), ql, quotedReason(a.Reason))
 	case "purge":
 		n, err = q.Purge(ctx, a.State)
 		verb := "deleted"
@@ -663,7 +734,7 @@ func (h *handler) do(ctx context.Context, t *target, a action) (int, string) {
 	}
 	status, msg := h.actionStatus(err)
 	if n > 0 {
-		return status, fmt.Sprintf("%d items changed, then: %s", n, msg)
+		return status, fmt.Sprintf("%s changed, then: %s", count(n, "item"), msg)
 	}
 	return status, "Failed: " + msg
 }
@@ -701,7 +772,21 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 			out, err = q.Cancel(ctx, id)
 			marked = out == redisq.CancelMarked
 		case a.Op == "run-now":
-			_, err = q.RescheduleAfter(ctx, id, 0)
+			var res redisq.RunNowResult
+			res, err = q.RunNow(ctx, id)
+			if err == nil {
+				switch res.Outcome {
+				case redisq.RunNowAlreadyDue:
+					o.due = append(o.due, id)
+					continue
+				case redisq.RunNowRequeued:
+					o.requeued = append(o.requeued, id)
+					continue
+				case redisq.RunNowExtra:
+					o.extra = append(o.extra, runNowExtra{id, res})
+					continue
+				}
+			}
 		}
 		switch {
 		case err == nil && marked:
@@ -738,6 +823,15 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 			return http.StatusConflict, fmt.Sprintf("Item %s is not dead (any more); nothing changed.", id)
 		case len(o.marked) == 1:
 			return http.StatusOK, fmt.Sprintf("Marked in-flight item %s: it is deleted when its consumer settles it, and never retried.", id)
+		case len(o.due) == 1:
+			return http.StatusOK, fmt.Sprintf("Item %s %s was already due: left in its place, ahead of the items due after it (nothing changed); it runs as soon as a consumer takes it.", id, a.place("of"))
+		case len(o.requeued) == 1:
+			return http.StatusOK, fmt.Sprintf("Item %s %s was dead: requeued, due now, attempts reset (counted as a requeue).", id, a.place("of"))
+		case len(o.extra) == 1:
+			x := o.extra[0]
+			name, t, _ := redisq.Occurrence(x.id)
+			return http.StatusOK, fmt.Sprintf("Extra run %s of recurring %s enqueued %s, due now; the scheduled run %s at %s stays.",
+				quoted(x.res.ID), quoted(name), a.place("in"), id, t.UTC().Format(absFormat))
 		}
 		switch a.Op {
 		case "requeue":
@@ -747,7 +841,7 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 		case "delete":
 			return http.StatusOK, fmt.Sprintf("Deleted item %s.", id)
 		default:
-			return http.StatusOK, fmt.Sprintf("Item %s of queue %s is due now.", id, qn)
+			return http.StatusOK, fmt.Sprintf("Item %s of queue %s is due now: it was not yet due, and runs behind the items already due.", id, qn)
 		}
 	}
 	n := int64(len(o.done))
@@ -762,7 +856,7 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 			msg += fmt.Sprintf(" Marked %s: deleted when their consumers settle them, never retried.", count(int64(len(o.marked)), "in-flight item"))
 		}
 	default:
-		msg = fmt.Sprintf("Made %s of queue %s due now.", count(n, "item"), qn)
+		msg = runNowMessage(o, qn)
 	}
 	if len(o.wrong) > 0 {
 		state := "not dead (any more)"
@@ -784,11 +878,34 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 		status, m := h.actionStatus(failure)
 		return status, msg + " Then: " + m
 	}
-	if len(o.done)+len(o.marked) == 0 {
+	if len(o.done)+len(o.marked)+len(o.due)+len(o.requeued)+len(o.extra) == 0 {
 		if len(o.wrong)+len(o.several) > 0 {
 			return http.StatusConflict, msg
 		}
 		return http.StatusNotFound, msg
 	}
 	return http.StatusOK, msg
+}
+
+// runNowMessage reports a run-now on several items of queue qn (quoted)
+// by what RunNow did to each.
+func runNowMessage(o outcome, qn string) string {
+	var parts []string
+	if n := int64(len(o.done)); n > 0 || len(o.due)+len(o.requeued)+len(o.extra) == 0 {
+		parts = append(parts, fmt.Sprintf("Made %s of queue %s due now.", count(n, "item"), qn))
+	}
+	if len(o.due) > 0 {
+		parts = append(parts, fmt.Sprintf("Left %s of queue %s in place, already due (ahead of the items due after them): %s.", count(int64(len(o.due)), "item"), qn, names(o.due)))
+	}
+	if len(o.requeued) > 0 {
+		parts = append(parts, fmt.Sprintf("Requeued %s of queue %s that had died, due now (counted as requeues): %s.", count(int64(len(o.requeued)), "item"), qn, names(o.requeued)))
+	}
+	if len(o.extra) > 0 {
+		ids := make([]string, len(o.extra))
+		for i, x := range o.extra {
+			ids[i] = x.res.ID
+		}
+		parts = append(parts, fmt.Sprintf("Enqueued %s of recurring occurrences, due now; the occurrences stay at their times: %s.", count(int64(len(o.extra)), "extra run"), names(ids)))
+	}
+	return strings.Join(parts, " ")
 }

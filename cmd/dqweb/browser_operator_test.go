@@ -215,7 +215,7 @@ func TestBrowserPhone(t *testing.T) {
 	if !eval[bool](b, `(`+fits+`)('table.queues td.qname a')`) {
 		t.Error("queue names are not within the phone's width")
 	}
-	if got := b.text(`tr[data-queue="emails"] [data-k="scheduled"]`); got != "250001" {
+	if got := b.text(`tr[data-queue="emails"] [data-k="scheduled"]`); got != "250,001" {
 		t.Errorf("emails scheduled %q", got)
 	}
 	if over := eval[int](b, `document.querySelector('.scroll').scrollWidth - document.querySelector('.scroll').clientWidth`); over > 0 {

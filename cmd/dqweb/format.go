@@ -46,6 +46,28 @@ func shownReason(s string) string { return show(s, maxShownReason, false) }
 // and the cut of shown.
 func quoted(s string) string { return show(s, maxShownName, true) }
 
+// quotedReason is a dead reason Go-quoted for a sentence, cut after
+// maxShownReason bytes.
+func quotedReason(s string) string { return show(s, maxShownReason, true) }
+
+// num writes n with thousands separators: 3,272.
+func num(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
 func show(s string, limit int, quote bool) string {
 	part := s
 	if len(part) > limit {
@@ -263,19 +285,23 @@ func visible(s string) string {
 	return s
 }
 
-// when is a time as pages show it: relative to the Redis clock, with the
-// absolute time (UTC) as a tooltip.
+// when is a time as pages show it: relative to the Redis clock, and the
+// absolute time (UTC) beside it (the "when" template), not only as a
+// tooltip: a phone or a keyboard has no hover.
 type when struct {
 	Set      bool
 	Rel, Abs string
 	ISO      string
 }
 
+// absFormat is how pages write an absolute time.
+const absFormat = "2006-01-02 15:04:05.000 UTC"
+
 func at(t, now time.Time) when {
 	if t.IsZero() || t.UnixMilli() == 0 {
 		return when{}
 	}
-	w := when{Set: true, Abs: t.UTC().Format("2006-01-02 15:04:05.000 UTC"), ISO: t.UTC().Format(time.RFC3339Nano)}
+	w := when{Set: true, Abs: t.UTC().Format(absFormat), ISO: t.UTC().Format(time.RFC3339Nano)}
 	switch d := t.Sub(now); {
 	case d == 0:
 		w.Rel = "now"
@@ -318,6 +344,8 @@ type actionForm struct {
 	Op, QueueX, IDX string
 	PIDX            string // an item of a partitioned queue with its partition, "i.HEXID"
 	RegX            string // a registration's name, hex-encoded
+	ReasonX         string // a cause of death, hex-encoded
+	Tab             string // the tab asked from, when not a state's (run-now on the Recurring tab)
 	State           string
 	Label           string
 	Confirm         string // the question the page's script asks
@@ -333,10 +361,20 @@ var funcs = template.FuncMap{
 	},
 	"quantile": quantile,
 	"approx":   approx,
-	"compact":  compact,
-	"show":     shown,
-	"reason":   shownReason,
-	"hex":      func(s string) string { return hex.EncodeToString([]byte(s)) },
+	// num writes a count with thousands separators.
+	"num": func(n any) string {
+		switch v := n.(type) {
+		case int:
+			return num(int64(v))
+		case int64:
+			return num(v)
+		}
+		return fmt.Sprint(n)
+	},
+	"compact": compact,
+	"show":    shown,
+	"reason":  shownReason,
+	"hex":     func(s string) string { return hex.EncodeToString([]byte(s)) },
 	// form is the button of an action on one item (id) of queue, listed
 	// in state (for the wording and the page to go back to).
 	"form": func(prefix, csrf, op, queue, id, state string) actionForm {
@@ -379,6 +417,15 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.1f%%", f*100)
 	},
 	"states": func() []redisq.State { return redisq.States },
+	// The overview's sortable columns (overview.go).
+	"sortKeys":  func() []string { return sortKeys },
+	"sortLabel": func(k string) string { return sortLabels[k] },
+	"head": func(m map[string]sortHead, key, label, class, title string) headCell {
+		return headCell{m[key], key, label, class, title}
+	},
+	// orphanNote explains an orphaned registration (recurring.go).
+	"orphanNote":  func() string { return orphanNote },
+	"orphanAfter": func() string { return short(redisq.OrphanAfter) },
 	// behindNote explains a next occurrence in the past (recurring.go).
 	"behindNote": func() string { return behindNote },
 }

@@ -67,7 +67,7 @@ func TestQueueTabs(t *testing.T) {
 
 	for state, want := range map[string][]string{
 		"scheduled": {`data-op="run-now"`, `data-op="delete"`, `data-confirm="Purge 11 scheduled items of queue &#34;orders&#34;? They are deleted; this cannot be undone."`,
-			`data-many="Run {n} scheduled items of queue &#34;orders&#34; now? They become due now."`},
+			`data-many="Run {n} scheduled items of queue &#34;orders&#34; now? Those not yet due become due now, behind the items already due; those already due keep their place; a recurring occurrence waiting for its time stays, and an extra run of it is enqueued, due now."`},
 		"inflight": {`data-op="delete"`, `data-confirm="Purge 2 in-flight items of queue &#34;orders&#34;? They are marked: deleted when their consumers settle them, never retried."`},
 		"dead": {`data-op="requeue"`, `data-op="delete-dead"`, `data-confirm="Requeue all 3 dead items of queue &#34;orders&#34;? They become due now, attempts reset."`,
 			`data-confirm="Delete all 3 dead items of queue &#34;orders&#34;? This cannot be undone."`,

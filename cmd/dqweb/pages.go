@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,9 +176,16 @@ type queueRow struct {
 	Parts       int
 	PausedParts int
 	PartRows    []partRow
+	// PausedSince is when it was paused, "" when not paused or unknown.
+	PausedSince when
+	// On the overview, of a queue with due items: the warning when no
+	// worker is live where items are due, and its badge (see noWorker).
+	NoWorker, NoWorkerBadge string
 }
 
-func (h *handler) row(ctx context.Context, name string) queueRow {
+// row reads the row of the ordinary queue name; with live (the overview),
+// when items are due, its workers too (see noWorker).
+func (h *handler) row(ctx context.Context, name string, live bool) queueRow {
 	row := queueRow{Name: name, Shown: shown(name), URL: h.queueURL(name)}
 	if err := checkName("queue name", name); err != nil {
 		row.Err, row.status = message(err.Error()), http.StatusBadRequest
@@ -194,10 +202,21 @@ func (h *handler) row(ctx context.Context, name string) queueRow {
 		return row
 	}
 	row.Rates = h.rates.observe(name, row.Stats)
+	row.PausedSince = at(row.Stats.PausedSince, row.Stats.Now)
+	if live && row.Stats.DueBacklog > 0 {
+		if ws, err := q.Workers(ctx); err == nil {
+			row.NoWorker, row.NoWorkerBadge = noWorker(row.Stats, nil, ws)
+		}
+	}
 	return row
 }
 
 func (h *handler) overview(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	sorting, err := parseSort(r.URL.Query())
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, "%v", err)
+		return
+	}
 	list := &listing{names: h.opt.Queues, probe: true}
 	if len(list.names) == 0 {
 		var err error
@@ -208,13 +227,30 @@ func (h *handler) overview(ctx context.Context, w http.ResponseWriter, r *http.R
 		}
 	}
 	names := list.names
+	switch {
+	case sorting.key == "name":
+		names = slices.Sorted(slices.Values(names))
+		if sorting.desc {
+			slices.Reverse(names)
+		}
+	case sorting.key != "":
+		names = names[:min(len(names), maxSorted)]
+	}
+	note := ""
+	if sorting.key != "" && sorting.key != "name" && len(list.names) > maxSorted {
+		note = fmt.Sprintf("Sorted among the first %s queues by name, of the %s listed: sort by name to page through all of them, or list fewer (Options.Queues, dqctl serve -queues).",
+			num(maxSorted), num(int64(len(list.names))))
+	}
 	off := min(offset(r, "o"), int64(len(names)))
-	shown := names[off:min(off+queuesPerPage, int64(len(names)))]
-	rows := make([]queueRow, 0, len(shown))
+	var rows []queueRow
+	if sorting.key == "" || sorting.key == "name" {
+		rows = h.overviewRows(ctx, list, names[off:min(off+queuesPerPage, int64(len(names)))])
+	} else {
+		rows = h.overviewRows(ctx, list, names)
+	}
 	failed := 0
-	for _, n := range shown {
-		rows = append(rows, h.overviewRow(ctx, list, n))
-		if rows[len(rows)-1].status >= 500 {
+	for _, row := range rows {
+		if row.status >= 500 {
 			failed++
 		}
 	}
@@ -223,11 +259,17 @@ func (h *handler) overview(ctx context.Context, w http.ResponseWriter, r *http.R
 		h.failStatus(w, r, rows[0].status, "reading the queues: %s", rows[0].Err)
 		return
 	}
+	if sorting.key != "" && sorting.key != "name" {
+		sortRows(rows, sorting)
+		rows = rows[off:min(off+queuesPerPage, int64(len(rows)))]
+	}
 	h.render(w, http.StatusOK, "overview", struct {
 		layout
-		Rows  []queueRow
-		Pager pager
-	}{h.layout(w, r, "Queues", true), rows, h.pager(r, "o", off, int64(len(shown)), int64(len(names)), queuesPerPage)})
+		Rows     []queueRow
+		Pager    pager
+		Heads    map[string]sortHead
+		SortNote string
+	}{h.layout(w, r, "Queues", true), rows, h.pager(r, "o", off, int64(len(rows)), int64(len(names)), queuesPerPage), h.heads(sorting), note})
 }
 
 // pager links the pages of one list on a page whose other parameters
@@ -237,6 +279,19 @@ type pager struct {
 	Past            bool // the offset is past the end of the list
 	First, Prev     string
 	Next, Last      string // "" when there is no such page
+	// Filtered: a list filtered by a dead reason, whose pages examine a
+	// stretch of the dead set and show the Shown items of it that match
+	// (maybe none), with a Next while the set goes on.
+	Filtered bool
+	Shown    int64
+}
+
+// pageLink is the page's URL with the query parameter key set to off.
+func (h *handler) pageLink(r *http.Request, key string, off int64) string {
+	v := r.URL.Query()
+	v.Del("find") // a search is not repeated page after page
+	v.Set(key, strconv.FormatInt(off, 10))
+	return h.opt.Prefix + r.URL.Path[len(h.opt.Prefix):] + "?" + v.Encode()
 }
 
 // pager is the pager of a page of n items at offset off of total, in
@@ -244,12 +299,7 @@ type pager struct {
 // up to math.MaxInt64 give links within 0..total.
 func (h *handler) pager(r *http.Request, key string, off, n, total int64, size int) pager {
 	p := pager{From: off + 1, To: off + n, Total: total, Past: n == 0 && total > 0}
-	link := func(o int64) string {
-		v := r.URL.Query()
-		v.Del("find") // a search is not repeated page after page
-		v.Set(key, strconv.FormatInt(o, 10))
-		return h.opt.Prefix + r.URL.Path[len(h.opt.Prefix):] + "?" + v.Encode()
-	}
+	link := func(o int64) string { return h.pageLink(r, key, o) }
 	sz := int64(size)
 	lastStart := int64(0)
 	if total > 0 {
@@ -304,6 +354,15 @@ type itemRow struct {
 	Part                         int
 	PartName, PartShown, PartURL string
 	PIDX                         string
+	// Of an in-flight item: the worker whose heartbeat lists it.
+	Holder    holder
+	HasHolder bool
+	// Occurrence: the item is an occurrence of recurring registration
+	// RegShown (its name as shown), whose time is RegAt.
+	Occurrence bool
+	RegShown   string
+	RegAt      when
+	NotYetDue  bool // a scheduled item due after now
 }
 
 // longID is the length (in bytes) past which an id may wrap in a list:
@@ -326,6 +385,10 @@ func (h *handler) itemRow(queue string, it redisq.Item, now time.Time, limit int
 	}
 	if it.State == redisq.StateDead {
 		row.DiedAt = at(it.DiedAt, now)
+	}
+	row.NotYetDue = it.State == redisq.StateScheduled && it.Due.After(now)
+	if name, t, ok := redisq.Occurrence(it.ID); ok {
+		row.Occurrence, row.RegShown, row.RegAt = true, quoted(name), at(t, now)
 	}
 	if it.Payload != nil || it.PayloadSize == 0 {
 		row.HasLoad = true

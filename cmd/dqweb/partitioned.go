@@ -69,6 +69,8 @@ type admin interface {
 	RequeueAllDead(ctx context.Context) (int64, error)
 	DeleteAllDead(ctx context.Context) (int64, error)
 	Purge(ctx context.Context, state redisq.State) (int64, error)
+	RequeueDeadByReason(ctx context.Context, reason string) (int64, error)
+	DeleteDeadByReason(ctx context.Context, reason string) (int64, error)
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
 }
@@ -206,7 +208,7 @@ func (h *handler) overviewRow(ctx context.Context, l *listing, name string) queu
 		}
 	}
 	if !partitioned {
-		return h.row(ctx, name)
+		return h.row(ctx, name, true)
 	}
 	p, err := h.openPartitioned(ctx, name)
 	if err != nil {
@@ -217,7 +219,7 @@ func (h *handler) overviewRow(ctx context.Context, l *listing, name string) queu
 		return row
 	}
 	defer p.Close()
-	return h.prow(ctx, p)
+	return h.prow(ctx, p, true)
 }
 
 // partRow is one partition in the partitions table of a partitioned
@@ -227,12 +229,28 @@ type partRow struct {
 	Name, Shown string
 	URL         string // its own page
 	Stats       redisq.Stats
+	PausedSince when
+	// Workers is how many live workers it has (see countWorkers), when
+	// they were read.
+	Workers      int
+	WorkersKnown bool
+}
+
+// countWorkers counts the live workers ws of each partition of parts.
+func countWorkers(parts []partRow, ws []redisq.WorkerInfo) {
+	n := map[string]int{}
+	for _, w := range ws {
+		n[w.Queue]++
+	}
+	for i := range parts {
+		parts[i].Workers, parts[i].WorkersKnown = n[parts[i].Name], true
+	}
 }
 
 // prow is the row of the partitioned queue p: the sums of its partitions'
 // Stats (the rates are those of the sums), each partition's Stats, and
 // how many are paused.
-func (h *handler) prow(ctx context.Context, p *redisq.Partitioned) queueRow {
+func (h *handler) prow(ctx context.Context, p *redisq.Partitioned, live bool) queueRow {
 	name := p.Name()
 	row := queueRow{Name: name, Shown: shown(name), URL: h.queueURL(name), Parts: p.NumPartitions()}
 	ss, err := p.PartitionStats(ctx)
@@ -245,12 +263,19 @@ func (h *handler) prow(ctx context.Context, p *redisq.Partitioned) queueRow {
 	row.Stats = redisq.SumStats(ss)
 	for i, st := range ss {
 		pn := p.Partition(i).Name()
-		row.PartRows = append(row.PartRows, partRow{Index: i, Name: pn, Shown: shown(pn), URL: h.queueURL(pn), Stats: st})
+		row.PartRows = append(row.PartRows, partRow{Index: i, Name: pn, Shown: shown(pn), URL: h.queueURL(pn), Stats: st,
+			PausedSince: at(st.PausedSince, st.Now)})
 		if st.Paused {
 			row.PausedParts++
 		}
 	}
 	row.Rates = h.rates.observe(name, row.Stats)
+	row.PausedSince = at(row.Stats.PausedSince, row.Stats.Now)
+	if live && row.Stats.DueBacklog > 0 {
+		if ws, err := p.Workers(ctx); err == nil {
+			row.NoWorker, row.NoWorkerBadge = noWorker(row.Stats, row.PartRows, ws)
+		}
+	}
 	return row
 }
 
@@ -364,7 +389,7 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 	if err != nil {
 		return badRequest{err}
 	}
-	page, err := p.List(ctx, d.State, redisq.PartitionedListOptions{Cursor: cur, Limit: size})
+	page, err := p.List(ctx, d.State, redisq.PartitionedListOptions{Cursor: cur, Limit: size, Reason: d.Reason})
 	busy := make([]bool, len(page.Items))
 	if err == nil && d.State == redisq.StateDead {
 		err = h.readingPayloads(ctx, func() error {
@@ -385,6 +410,7 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 		row := h.itemRow(pn, it.Item, page.Now, previewBytes)
 		row.Busy = busy[i]
 		row.HasPart, row.Part, row.PartName, row.PartShown, row.PartURL = true, it.Partition, pn, shown(pn), h.tabURL(pn, d.State)
+		row.Holder, row.HasHolder = d.holder(pn, it.Item)
 		if row.IDX != "" {
 			row.PIDX = strconv.Itoa(it.Partition) + "." + row.IDX
 		}
@@ -395,7 +421,8 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 	for _, v := range cur {
 		before += v
 	}
-	d.Pager = pager{From: before + 1, To: before + int64(len(d.Items)), Total: page.Total, Past: len(d.Items) == 0 && page.Total > 0}
+	d.Pager = pager{From: before + 1, To: before + int64(len(d.Items)), Total: page.Total, Past: len(d.Items) == 0 && page.Total > 0,
+		Filtered: d.Reason != "", Shown: int64(len(d.Items))}
 	link := func(next []int64) string {
 		v := r.URL.Query()
 		v.Del("find")

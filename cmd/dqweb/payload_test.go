@@ -72,11 +72,11 @@ func TestPayloadReadsAreBounded(t *testing.T) {
 	// 256 KiB of formatted text, which HTML escaping may make longer.
 	const sentBound, pageBound = 128 << 10, 1536 << 10
 	for _, p := range []struct{ url, says string }{
-		{f.itemURL("orders", "big"), "Not shown: at 10485760 bytes"},
+		{f.itemURL("orders", "big"), "Not shown: at 10,485,760 bytes"},
 		{f.itemURL("orders", "big") + "&full=1", "dqctl show"},
-		{f.itemURL("orders", "mid"), "Not shown: at 1048573 bytes the payload is larger than the 65536 bytes"},
+		{f.itemURL("orders", "mid"), "Not shown: at 1,048,573 bytes the payload is larger than the 65,536 bytes"},
 		{f.itemURL("orders", "mid") + "&full=1", "dqctl show"},
-		{f.itemURL("orders", "edge"), "Not shown: at 71680 bytes"},
+		{f.itemURL("orders", "edge"), "Not shown: at 71,680 bytes"},
 		{f.itemURL("orders", "small"), `&#34;k&#34;: &#34;last&#34;`},
 		{f.tabURL("orders", "dead"), `data-id="big"`},
 	} {
@@ -203,7 +203,7 @@ func TestPayloadPreviewsAreBounded(t *testing.T) {
 	if n := strings.Count(r.body, `<article class="deaditem"`); n != 20 {
 		t.Errorf("%d dead items listed, want a page of 20", n)
 	}
-	if !strings.Contains(r.body, "payload of 1048576 bytes: <a class=\"showall\"") {
+	if !strings.Contains(r.body, "payload of 1,048,576 bytes: <a class=\"showall\"") {
 		t.Errorf("a 1 MiB dead payload is not offered on its page")
 	}
 }
@@ -303,7 +303,7 @@ func TestPayloadBudgetIsShared(t *testing.T) {
 		t.Fatalf("second view: %d, want the payload by size, saying why\n%.2000s", r.status, r.body)
 	}
 	r := get(t, c, base+"queue?q=orders&state=dead")
-	if r.status != http.StatusOK || !strings.Contains(r.body, "payload of 61451 bytes, not read now (the dashboard's budget of payload reads from Redis is spent for the moment)") {
+	if r.status != http.StatusOK || !strings.Contains(r.body, "payload of 61,451 bytes, not read now (the dashboard's budget of payload reads from Redis is spent for the moment)") {
 		t.Fatalf("dead list with the budget spent: %d\n%s", r.status, r.body)
 	}
 }

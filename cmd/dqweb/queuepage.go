@@ -101,8 +101,26 @@ type queueData struct {
 	Resume actionForm
 
 	// The Recurring tab.
-	Regs   []regRow
-	Behind int // registrations no process keeps
+	Regs     []regRow
+	Behind   int // registrations no process keeps
+	Orphaned int // registrations no live code registers
+
+	// The workers (read on every view, see workers.go): the warning when
+	// items are due and none is live, and the Workers tab's page of them.
+	NoWorker   string
+	WorkersURL string
+	WorkerRows []workerRow
+	// OverdueSince is when the oldest due item became due.
+	OverdueSince when
+	// holders names the worker of each lease the heartbeats list, for
+	// the in-flight tab.
+	holders map[holderKey]holder
+
+	// The dead tab: its grouping by cause (unfiltered), or the cause it
+	// is filtered by (Reason, exact; Filter).
+	Reasons *reasonsView
+	Reason  string
+	Filter  *reasonFilter
 }
 
 // queueName is the page's queue: qx (hex) when given, else q.
@@ -124,15 +142,21 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	var state redisq.State
-	recurring := false
+	tab := "" // a tab that is no state's: recurring or workers
 	switch s := r.URL.Query().Get("state"); {
-	case s == recurringTab:
-		recurring = true
+	case s == recurringTab, s == workersTab:
+		tab = s
 	case s != "":
 		if state, err = redisq.ParseState(s); err != nil {
-			h.fail(w, r, http.StatusBadRequest, "unknown state %s: the tabs are scheduled, inflight, dead and recurring", quoted(s))
+			h.fail(w, r, http.StatusBadRequest, "unknown state %s: the tabs are scheduled, inflight, dead, recurring and workers", quoted(s))
 			return
 		}
+	}
+	recurring := tab == recurringTab
+	reason, err := reasonParam(r, state)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, "%v", err)
+		return
 	}
 	find := r.URL.Query().Get("find")
 	if find != "" {
@@ -154,11 +178,11 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 	what := "reading queue " + quoted(name)
 	status := http.StatusOK
 	d := queueData{layout: h.layout(w, r, shown(name), true), QueueX: hex.EncodeToString([]byte(name)),
-		State: state, Find: fillable(find)}
+		State: state, Find: fillable(find), Reason: reason}
 	if t.p != nil {
-		d.queueRow = h.prow(ctx, t.p)
+		d.queueRow = h.prow(ctx, t.p, false)
 	} else {
-		d.queueRow = h.row(ctx, name)
+		d.queueRow = h.row(ctx, name, false)
 	}
 	d.Crumbs = append(d.Crumbs, crumb{shown(name), ""})
 	if d.status != 0 {
@@ -196,9 +220,13 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		d.Refresh = 0 // keep the answer on the screen
 	}
 	d.Now = d.Stats.Now
+	d.WorkersURL = h.workersURL(name)
+	if d.Stats.DueBacklog > 0 {
+		d.OverdueSince = at(d.Now.Add(-d.Stats.OldestOverdue), d.Now)
+	}
 	switch {
-	case recurring:
-		d.Tab = recurringTab
+	case tab != "":
+		d.Tab = tab
 	case state != 0:
 		d.Tab = state.String()
 	}
@@ -207,7 +235,7 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	st := d.Stats
 	d.Tabs = []tabLink{
-		{Label: "Summary", URL: h.tabURL(name, 0), Current: state == 0 && !recurring},
+		{Label: "Summary", URL: h.tabURL(name, 0), Current: d.Tab == ""},
 		{Label: "Scheduled", State: "scheduled", URL: h.tabURL(name, redisq.StateScheduled), Count: st.Scheduled, Current: state == redisq.StateScheduled},
 		{Label: "In flight", State: "inflight", URL: h.tabURL(name, redisq.StateInFlight), Count: st.InFlight, Current: state == redisq.StateInFlight},
 		{Label: "Dead", State: "dead", URL: h.tabURL(name, redisq.StateDead), Count: st.Dead, Current: state == redisq.StateDead, Alert: st.Dead > 0},
@@ -225,6 +253,17 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 			d.Tabs = append(d.Tabs, t)
 		}
 	}
+	ws, wErr := readWorkers(ctx, t)
+	if tab == workersTab && wErr != nil {
+		h.redisFail(w, r, wErr, "reading the workers of queue "+quoted(name))
+		return
+	}
+	if wErr == nil {
+		d.NoWorker, _ = noWorker(d.Stats, d.PartRows, ws)
+		d.holders = h.holders(name, ws)
+		countWorkers(d.PartRows, ws)
+	}
+	d.Tabs = append(d.Tabs, h.workerTabLink(name, len(ws), wErr, d.NoWorker, tab == workersTab))
 	if !h.opt.ReadOnly {
 		op := "pause"
 		if st.Paused {
@@ -240,12 +279,17 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 	switch {
 	case recurring:
 		err = h.recurringList(ctx, r, q, regs, &d)
+	case tab == workersTab:
+		h.workersList(r, t, ws, &d)
 	case state == 0:
 		err = h.summary(ctx, t.admin, &d)
 	case t.p != nil:
 		err = h.plist(ctx, r, t.p, &d)
 	default:
 		err = h.list(ctx, r, q, &d)
+	}
+	if err == nil && state == redisq.StateDead {
+		err = h.deadGrouping(ctx, t, &d)
 	}
 	var bad badRequest
 	if errors.As(err, &bad) {
@@ -257,6 +301,16 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	h.render(w, status, "queue", d)
+}
+
+// holder is the worker whose heartbeat lists in-flight item it of queue
+// name (a partition's, for a partitioned queue), if any.
+func (d *queueData) holder(name string, it redisq.Item) (holder, bool) {
+	if it.State != redisq.StateInFlight {
+		return holder{}, false
+	}
+	hd, ok := d.holders[holderKey{name, it.ID}]
+	return hd, ok
 }
 
 // fillable is s to prefill the search box with, or "" when s holds what a
@@ -332,7 +386,7 @@ func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d 
 	total := map[redisq.State]int64{redisq.StateScheduled: d.Stats.Scheduled, redisq.StateInFlight: d.Stats.InFlight, redisq.StateDead: d.Stats.Dead}[d.State]
 	off := offset(r, "offset")
 	// An offset past the end (up to math.MaxInt64) reads the end, empty.
-	page, err := q.List(ctx, d.State, redisq.ListOptions{Offset: min(off, total), Limit: size})
+	page, err := q.List(ctx, d.State, redisq.ListOptions{Offset: min(off, total), Limit: size, Reason: d.Reason})
 	var busy []bool
 	if err == nil && d.State == redisq.StateDead {
 		busy, err = h.withPayloads(ctx, q, &page)
@@ -346,10 +400,22 @@ func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d 
 	for i, it := range page.Items {
 		row := h.itemRow(d.Name, it, page.Now, previewBytes)
 		row.Busy = busy != nil && busy[i]
+		row.Holder, row.HasHolder = d.holder(d.Name, it)
 		d.Items = append(d.Items, row)
 		d.Selection = d.Selection || row.IDX != ""
 	}
-	d.Pager = h.pager(r, "offset", off, int64(len(d.Items)), page.Total, size)
+	if d.Reason != "" {
+		// A filtered page: its size says nothing of the rest (see pager).
+		d.Pager = pager{Filtered: true, Shown: int64(len(d.Items)), From: off + 1, Total: page.Total}
+		if off > 0 {
+			d.Pager.First = h.pageLink(r, "offset", 0)
+		}
+		if page.Next >= 0 && off <= total {
+			d.Pager.Next = h.pageLink(r, "offset", page.Next)
+		}
+	} else {
+		d.Pager = h.pager(r, "offset", off, int64(len(d.Items)), page.Total, size)
+	}
 	if h.opt.ReadOnly {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -33,6 +34,11 @@ const recurringTab = "recurring"
 // behindNote is the tooltip of a next occurrence in the past.
 const behindNote = "no process keeps it: a Worker (or Queue.KeepRecurring) enqueues each next occurrence a period ahead, and none has run since this one came"
 
+// orphanNote explains an orphaned registration (redisq
+// Registration.Orphaned), and what to do.
+const orphanNote = "orphaned: no live code registers it (its Register call was removed, or every process running it stopped, or they run no keeper). " +
+	"A keeper still enqueues its occurrences: Unregister it once its code is gone."
+
 // recurringURL is the queue's Recurring tab.
 func (h *handler) recurringURL(name string) string {
 	u := h.queueURL(name)
@@ -56,7 +62,14 @@ type regRow struct {
 	// when it is no longer in the queue; ItemShown its id, ItemState its
 	// state.
 	ItemURL, ItemShown, ItemState string
-	Unregister                    actionForm // no Op in read-only mode
+	// Seen is when live code last registered it; Orphaned: not within
+	// redisq.OrphanAfter (see orphanNote).
+	Seen       when
+	Orphaned   bool
+	Unregister actionForm // no Op in read-only mode
+	// RunNow runs an extra occurrence now, keeping the scheduled one: on
+	// the item of its next occurrence while that waits for its time.
+	RunNow actionForm
 }
 
 // behindRegs counts the registrations whose next occurrence is before
@@ -75,6 +88,18 @@ func isBehind(g redisq.Registration, now time.Time) bool {
 	return !g.Ended && !g.Next.IsZero() && g.Next.Before(now)
 }
 
+// orphanedRegs counts the registrations no live code has registered
+// within redisq.OrphanAfter before now.
+func orphanedRegs(regs []redisq.Registration, now time.Time) int {
+	n := 0
+	for _, g := range regs {
+		if g.Orphaned(now) {
+			n++
+		}
+	}
+	return n
+}
+
 // recurringTabLink is the Recurring tab's link, or false when the queue
 // has no registrations (and the tab is not the one shown). A failure to
 // read them shows the tab with its count unknown, saying why.
@@ -85,14 +110,22 @@ func (h *handler) recurringTabLink(name string, regs []redisq.Registration, err 
 		t.Err = message("the recurring registrations cannot be read: " + msg)
 		return t, true
 	}
+	them := func(n int) string {
+		if n == 1 {
+			return "it"
+		}
+		return "them"
+	}
+	var says []string
 	if n := behindRegs(regs, now); n > 0 {
 		t.Alert = true
-		them := "them"
-		if n == 1 {
-			them = "it"
-		}
-		t.Title = fmt.Sprintf("%s behind: no process keeps %s", count(int64(n), "registration"), them)
+		says = append(says, fmt.Sprintf("%s behind: no process keeps %s", count(int64(n), "registration"), them(n)))
 	}
+	if n := orphanedRegs(regs, now); n > 0 {
+		t.Alert = true
+		says = append(says, fmt.Sprintf("%s orphaned: no live code registers %s", num(int64(n)), them(n)))
+	}
+	t.Title = strings.Join(says, "; ")
 	return t, len(regs) > 0 || current
 }
 
@@ -105,7 +138,8 @@ func (h *handler) recurringList(ctx context.Context, r *http.Request, q *redisq.
 	page := regs[min(off, total):min(off+PageSize, total)]
 	for _, g := range page {
 		row := regRow{NameShown: shown(g.Name), Spec: shown(g.Spec), Last: at(g.Last, d.Now), Next: at(g.Next, d.Now),
-			Behind: isBehind(g, d.Now), Ended: g.Ended, CatchUp: g.CatchUp, Version: g.Version, PayloadSize: g.PayloadSize}
+			Behind: isBehind(g, d.Now), Ended: g.Ended, CatchUp: g.CatchUp, Version: g.Version, PayloadSize: g.PayloadSize,
+			Seen: at(g.Seen, d.Now), Orphaned: g.Orphaned(d.Now)}
 		row.Long = len(row.NameShown) > longID
 		if g.SpecErr != nil && g.Next.IsZero() {
 			row.SpecErr = message(g.SpecErr.Error())
@@ -115,6 +149,11 @@ func (h *handler) recurringList(ctx context.Context, r *http.Request, q *redisq.
 			switch {
 			case err == nil:
 				row.ItemURL, row.ItemShown, row.ItemState = h.itemURL(d.Name, it.ID), quoted(it.ID), it.State.String()
+				if it.State == redisq.StateScheduled && it.Due.After(d.Now) && row.ItemURL != "" && !h.opt.ReadOnly {
+					a := action{Op: "run-now", Queue: d.Name, IDs: []string{it.ID}, State: redisq.StateScheduled}
+					row.RunNow = actionForm{Prefix: h.opt.Prefix, CSRF: d.CSRF, Op: a.Op, QueueX: d.QueueX, IDX: hex.EncodeToString([]byte(it.ID)),
+						Tab: recurringTab, State: "scheduled", Label: ops[a.Op].label, Confirm: a.question()}
+				}
 			case !errors.Is(err, redisq.ErrNotFound):
 				return err
 			}
@@ -127,6 +166,7 @@ func (h *handler) recurringList(ctx context.Context, r *http.Request, q *redisq.
 		d.Regs = append(d.Regs, row)
 	}
 	d.Behind = behindRegs(regs, d.Now)
+	d.Orphaned = orphanedRegs(regs, d.Now)
 	d.Pager = h.pager(r, "offset", off, int64(len(page)), total, PageSize)
 	return nil
 }
