@@ -27,8 +27,9 @@ import (
 // cause's count. A partitioned queue is grouped on every partition
 // (deadReasonScan / P of each, at least 1000) and merged.
 
-// deadReasonScan is how many dead items (the oldest) the dead tab groups.
-const deadReasonScan = 10_000
+// deadReasonScan is how many dead items (the oldest) the dead tab groups
+// (a variable for tests).
+var deadReasonScan int64 = 10_000
 
 // reasonsShown is how many causes the dead tab lists; the others are
 // counted.

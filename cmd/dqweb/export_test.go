@@ -3,6 +3,7 @@ package dqweb
 import (
 	"fmt"
 	"net/http"
+	"testing"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -67,3 +68,19 @@ func BasicAuthAt(h http.Handler, user, password string, opt AuthOptions, now fun
 
 // AuthTracked is how many clients and /48s h, from BasicAuthAt, counts.
 func AuthTracked(h http.Handler) int { return h.(*authHandler).lim.tracked() }
+
+// SetDeadReasonScan sets how many dead items the dead tab groups, until
+// the test ends.
+func SetDeadReasonScan(t testing.TB, n int64) {
+	old := deadReasonScan
+	deadReasonScan = n
+	t.Cleanup(func() { deadReasonScan = old })
+}
+
+// SetMaxSorted sets how many queues the overview sorts, until the test
+// ends.
+func SetMaxSorted(t testing.TB, n int) {
+	old := maxSorted
+	maxSorted = n
+	t.Cleanup(func() { maxSorted = old })
+}

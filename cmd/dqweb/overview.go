@@ -24,9 +24,9 @@ import (
 // first reading of a queue), sort last.
 
 // maxSorted is the most queues the overview reads to sort them by a
-// figure. It stays below maxTracked, so that sorting does not make the
-// rates forget every queue.
-const maxSorted = 500
+// figure (a variable for tests). It stays below maxTracked, so that
+// sorting does not make the rates forget every queue.
+var maxSorted = 500
 
 // rowReaders is how many queues the overview reads at once.
 const rowReaders = 8

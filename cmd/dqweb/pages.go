@@ -239,7 +239,7 @@ func (h *handler) overview(ctx context.Context, w http.ResponseWriter, r *http.R
 	note := ""
 	if sorting.key != "" && sorting.key != "name" && len(list.names) > maxSorted {
 		note = fmt.Sprintf("Sorted among the first %s queues by name, of the %s listed: sort by name to page through all of them, or list fewer (Options.Queues, dqctl serve -queues).",
-			num(maxSorted), num(int64(len(list.names))))
+			num(int64(maxSorted)), num(int64(len(list.names))))
 	}
 	off := min(offset(r, "o"), int64(len(names)))
 	var rows []queueRow

@@ -351,3 +351,59 @@ func TestRecurringUnreadable(t *testing.T) {
 		t.Errorf("the Recurring tab: %d\n%s", r.status, r.body)
 	}
 }
+
+// TestRecurringSeenAndOrphaned (issue 24, item 3): the Recurring tab shows
+// when live code last registered each registration, and marks one that
+// none has for redisq.OrphanAfter "orphaned", saying what to do
+// (Unregister once its code is gone); the tab's count is red, its tooltip
+// says how many.
+func TestRecurringSeenAndOrphaned(t *testing.T) {
+	f := newFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	for _, name := range []string{"kept", "gone", rtlReg} {
+		if _, err := f.q.Register(ctx, name, redisq.EveryPhase(24*time.Hour, 8*time.Hour), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "gone" and rtlReg were last seen 10 minutes ago (their Register
+	// calls were removed since).
+	now, _ := f.c.Time(ctx).Result()
+	old := now.Add(-10 * time.Minute).Truncate(time.Millisecond)
+	for _, name := range []string{"gone", rtlReg} {
+		if err := f.c.HSet(ctx, "{dq:orders}:rec:"+name, "sn", old.UnixMilli()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := client(t)
+	r := get(t, c, f.tabURL("orders", "recurring"))
+	checkPage(t, "recurring tab", r, 200<<10)
+	rows := regRows(t, r.body)
+	badge := `<span class="badge orphaned" title="orphaned: no live code registers it`
+	for name, orphaned := range map[string]bool{"kept": false, "gone": true, dqweb.Shown(rtlReg): true} {
+		row := rows[name]
+		if got := strings.Contains(row, badge); got != orphaned {
+			t.Errorf("%s: orphaned badge %v, want %v\n%s", name, got, orphaned, row)
+		}
+		if orphaned && !strings.Contains(row, `<td class="opt seen orphaned"><time datetime="`+old.UTC().Format(time.RFC3339Nano)+`" title="`+old.UTC().Format("2006-01-02 15:04:05.000 UTC")+`">10m0s ago</time> <span class="abs">`) {
+			t.Errorf("%s: its Seen cell:\n%s", name, row)
+		}
+		if !orphaned && !strings.Contains(row, `<td class="opt seen"><time datetime=`) {
+			t.Errorf("%s: its Seen cell:\n%s", name, row)
+		}
+	}
+	if note := section(t, r.body, `id="orphaned"`, "</p>"); !strings.Contains(note, "2 registrations orphaned: no live code registers them (not seen for 3m") ||
+		!strings.Contains(note, "Unregister each once its code is gone.") {
+		t.Errorf("the orphaned note: %s", note)
+	}
+	nav := section(t, r.body, `<nav class="tabs"`, "</nav>")
+	if !strings.Contains(nav, `data-state="recurring" title="2 orphaned: no live code registers them">Recurring <span class="count dead" data-count="3">3</span>`) {
+		t.Errorf("the Recurring tab's link: %s", nav)
+	}
+	// Registered again (its code is back): no longer orphaned.
+	if _, err := f.q.Register(ctx, "gone", redisq.EveryPhase(24*time.Hour, 8*time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	if row := regRows(t, get(t, c, f.tabURL("orders", "recurring")).body)["gone"]; strings.Contains(row, badge) {
+		t.Errorf("gone, registered again, is still orphaned:\n%s", row)
+	}
+}
