@@ -105,7 +105,9 @@ func TestDeadReasonsGrouping(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := sum.Reasons[0]
-	abs := func(t time.Time) string { return `<span class="abs">` + t.UTC().Format("2006-01-02 15:04:05.000 UTC") + `</span>` }
+	abs := func(t time.Time) string {
+		return `<span class="abs">` + t.UTC().Format("2006-01-02 15:04:05.000 UTC") + `</span>`
+	}
 	for _, w := range []string{`<td class="n" data-k="count">3</td>`, abs(g.First), abs(g.Last),
 		`href="/dq/queue?q=orders&amp;state=dead&amp;reason=bad&#43;format" class="reason">bad format</a>`,
 		`name="reasonx" value="` + hex.EncodeToString([]byte("bad format")) + `"`,
