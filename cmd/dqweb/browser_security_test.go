@@ -69,15 +69,8 @@ func TestBrowserHostileNames(t *testing.T) {
 	chromiumPath(t)
 	f := hostileFixture(t)
 	b := newTab(t, 1280, 900)
-	noRaw := func(where string) {
-		t.Helper()
-		seen := eval[string](b, `document.title + "\n" + document.body.innerText`)
-		if m := rawRunes.FindString(seen); m != "" {
-			t.Errorf("%s: %+q shown raw", where, m)
-		}
-	}
 	b.open(f.base)
-	noRaw("overview")
+	b.noRawText("overview")
 	link := `a[href="/dq/queue?q=rtl%E2%80%AEgnp.exe"]`
 	if got := b.text(link); got != rtlShown {
 		t.Errorf("overview link text %q, want %q", got, rtlShown)
@@ -87,7 +80,7 @@ func TestBrowserHostileNames(t *testing.T) {
 	}
 	b.run(chromedp.Click(chromedp.CSS(link)))
 	b.run(chromedp.WaitVisible(chromedp.CSS(`h1 .name`)))
-	noRaw("queue page")
+	b.noRawText("queue page")
 	if got := eval[string](b, `document.title`); got != rtlShown+" · redisq" {
 		t.Errorf("queue page title %q", got)
 	}
@@ -96,7 +89,7 @@ func TestBrowserHostileNames(t *testing.T) {
 	}
 	b.run(chromedp.Click(chromedp.CSS(`nav.tabs a[data-state="dead"]`)))
 	b.run(chromedp.WaitVisible(chromedp.CSS(`article.deaditem`)))
-	noRaw("dead tab")
+	b.noRawText("dead tab")
 	if got := b.text(`article.deaditem .reason`); got != `"paid\u202e\u2066 deifirev\u2069"` {
 		t.Errorf("dead reason shown as %q", got)
 	}
@@ -107,7 +100,7 @@ func TestBrowserHostileNames(t *testing.T) {
 	// The first dead item's link opens its page.
 	b.run(chromedp.Click(chromedp.CSS(`article.deaditem a.id`)))
 	b.run(chromedp.WaitVisible(chromedp.CSS(`dl.fields`)))
-	noRaw("item page")
+	b.noRawText("item page")
 	if got := b.text("h1 .name"); got != `"inv\u202ecod.exe"` {
 		t.Errorf("item page heading %q", got)
 	}

@@ -139,6 +139,16 @@ func (b *tab) waitNewPage(marker, what string) {
 	}
 }
 
+// noRawText fails if what the page shows holds a raw control or bidi
+// character.
+func (b *tab) noRawText(where string) {
+	b.t.Helper()
+	seen := eval[string](b, `document.title + "\n" + document.body.innerText`)
+	if m := rawRunes.FindString(seen); m != "" {
+		b.t.Errorf("%s: %+q shown raw", where, m)
+	}
+}
+
 func (b *tab) dialogLog() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -25,16 +25,6 @@ const absVisible = `(() => {
   return "";
 })()`
 
-// noRawText fails if what the page shows holds a raw control or bidi
-// character.
-func (b *tab) noRawText(where string) {
-	b.t.Helper()
-	seen := eval[string](b, `document.title + "\n" + document.body.innerText`)
-	if m := rawRunes.FindString(seen); m != "" {
-		b.t.Errorf("%s: %+q shown raw", where, m)
-	}
-}
-
 // TestBrowserWorkers: a queue with due items and no live worker says so in
 // red above its tabs, with or without the script; with a worker (a
 // hostile name, shown escaped) the warning goes, the Workers tab lists it

@@ -4,27 +4,38 @@
 //
 //	mux.Handle("/dq/", dqweb.Handler(client, dqweb.Options{Prefix: "/dq/"}))
 //
-// It shows every queue on the server (counts per state, paused ones
-// marked, enqueue, delivery and ack rates, the error rate, delivery
-// lateness, dead items highlighted) and one queue: a summary (the
-// counters with their rates, the history of the last minutes from the
-// dashboard's own readings, a chart of the items due over the next hour
-// and the overdue backlog, lateness) and a tab per state (scheduled in
-// due order, in flight with their lease deadlines, dead with their reason
-// and payload), each with its count, paging and the actions that fit it,
-// and, when the queue has recurring registrations (redisq Queue.Register),
-// a tab of them: schedule, next occurrence (marked when it is in the past:
-// no process keeps the registration), last one, catch-up, version and
-// payload size; a search box opens an item by its exact id, whatever its
-// state. Unless Options.ReadOnly is set, it requeues, deletes or runs now
-// (due now) one item, the items selected on a page (at most MaxSelect) or
-// every item of a state, pauses or resumes the queue (redisq Queue.Pause),
-// and unregisters a recurring registration: each action is a POST with a
-// CSRF token, confirmed first (naming the items, or their number, or the
-// registration) and reported after, on a page the POST redirects to (303
-// See Other), so that reloading the report repeats nothing (see
-// results). It neither registers recurring jobs
-// nor keeps them going (a Worker does).
+// It shows every queue on the server (counts per state, the oldest
+// overdue item, paused ones marked with since when, enqueue, delivery and
+// ack rates, the error rate, delivery lateness, dead items highlighted,
+// "no live worker" where items are due and no Worker beats), sortable by
+// its columns (see overview.go), and one queue: a summary (the counters
+// with their rates, the history of the last minutes from the dashboard's
+// own readings, a chart of the items due over the next hour and the
+// overdue backlog, lateness) and a tab per state (scheduled in due order,
+// in flight with their lease deadlines and the worker that holds each,
+// dead with their reason and payload, grouped by cause: see
+// deadreasons.go), each with its count, paging and the actions that fit
+// it; when the queue has recurring registrations (redisq Queue.Register),
+// a tab of them: schedule, true next and last run (a next one in the past
+// is marked: no process keeps the registration), when live code last
+// registered it (marked orphaned when none has lately), catch-up, version
+// and payload size; and a tab of its live workers and the leases they
+// run (see workers.go). A search box opens an item by its exact id,
+// whatever its state. Every time is shown relative to the Redis clock and
+// absolute (UTC) beside it, counts with thousands separators. Unless
+// Options.ReadOnly is set, it requeues, deletes or runs now one item, the
+// items selected on a page (at most MaxSelect) or every item of a state or
+// of a cause of death, pauses or resumes the queue (redisq Queue.Pause),
+// and unregisters a recurring registration or runs it now: each action is
+// a POST with a CSRF token, confirmed first (naming the items, or their
+// number, or the registration, or the cause) and reported after, on a
+// page the POST redirects to (303 See Other), so that reloading the report
+// repeats nothing (see results). Run now is redisq's RunNow, which never
+// delays an item: one not yet due becomes due now, one already due keeps
+// its place, a dead one is requeued, and the pending occurrence of a
+// recurring registration stays at its time while an extra run is enqueued
+// due now. It neither registers recurring jobs nor keeps them going (a
+// Worker does).
 //
 // A partitioned queue (redisq.NewPartitioned) is shown as one queue: one
 // row of the overview with the sums of its partitions' figures, and a page
@@ -74,7 +85,14 @@
 // MaxSelect. Every page of a queue also reads its recurring registrations
 // for the Recurring tab's count (redisq Queue.Registrations, one script
 // per 100, without payloads): that grows with their number, not with the
-// items'; the tab looks up the item of each of its PageSize rows.
+// items'; the tab looks up the item of each of its PageSize rows. It reads
+// its live workers too (redisq Queue.Workers: one script, then one per 100
+// workers, each heartbeat at most 16 KiB of leases), for the Workers
+// tab's count, the warning and the holders on the in-flight tab (no read
+// per row). The dead tab groups the oldest 10,000 dead items by cause (one
+// script per 1000, no payload read). The overview reads, per queue shown,
+// its Stats, and its workers when it has due items; sorted by a figure, it
+// reads every listed queue (at most 500).
 //
 // Rates, the error rate and the history come from the Stats readings the
 // pages make, kept in the handler's memory (no goroutine, no timer): at

@@ -25,7 +25,11 @@ import (
 // handler's budget of payload bytes a second. The overview's list of
 // queues, without Options.Queues, is redisq.ListQueues (the registry
 // {dq}:queues: its cost grows with the number of queues, not of keys),
-// reused for Options.QueueListTTL; it reads at most 100 queues a page.
+// reused for Options.QueueListTTL; it reads at most 100 queues a page
+// (sorted by a figure, every listed queue up to maxSorted). A queue's
+// page also reads its workers' heartbeats (bounded by redisq) and its
+// registrations, and the dead tab the grouping of at most deadReasonScan
+// dead items.
 
 // MaxName is the longest queue name or id the dashboard opens or acts on:
 // longer ones are listed (cut, not linked, without actions) and a request
