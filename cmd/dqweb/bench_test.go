@@ -264,3 +264,159 @@ func BenchmarkLoopingViewers(b *testing.B) {
 		})
 	}
 }
+
+// redisScriptUsec returns the microseconds Redis has spent running
+// scripts (EVALSHA and EVAL in INFO commandstats). Unlike redisUsec, it
+// does not count the commands a script calls a second time.
+func redisScriptUsec(tb testing.TB, c *redis.Client) int64 {
+	tb.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\r\n") {
+		name, stats, ok := strings.Cut(line, ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		for _, kv := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// BenchmarkSickQueuePages measures the views of issue 24, item 15 (time
+// per page, and script-us/op, Redis' time running the page's scripts,
+// nearly all its work):
+// dead-tab is the dead tab of a queue of 20,000 dead items of 20 causes
+// (the grouping of the oldest 10,000: ten scripts), dead-page-2 its second
+// page (no grouping), dead-cause the list of one cause (which counts it),
+// dead-cause-confirm the confirmation of requeuing it (which counts it
+// again); workers-tab, inflight-tab and summary are the pages of
+// a queue that 50 Workers of 4 handlers work on (200 leases held, 1,000
+// items due); overview-sorted sorts 105 queues by their oldest overdue
+// item (a Stats of each, and the Workers of those with due items).
+func BenchmarkSickQueuePages(b *testing.B) {
+	f := newFixture(b, dqweb.Options{})
+	ctx := context.Background()
+	must := func(err error) {
+		b.Helper()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	grave, err := redisq.New(ctx, f.c, "graveyard", redisq.WithMaxAttempts(1))
+	must(err)
+	defer grave.Close()
+	for from := 0; from < 20_000; from += 1000 {
+		items := make([]redisq.EnqueueItem, 1000)
+		for i := range items {
+			items[i] = redisq.EnqueueItem{ID: fmt.Sprint("g", from+i), Payload: []byte("{}")}
+		}
+		_, err := grave.EnqueueMany(ctx, items)
+		must(err)
+		ms, err := grave.TakeBatch(ctx, 1000)
+		must(err)
+		for i, m := range ms {
+			_, err := m.DeadLetter(ctx, fmt.Sprintf("cause %d: upstream said no", (from+i)%20))
+			must(err)
+		}
+	}
+	busy, err := redisq.New(ctx, f.c, "busy")
+	must(err)
+	defer busy.Close()
+	items := make([]redisq.EnqueueItem, 1200)
+	for i := range items {
+		items[i] = redisq.EnqueueItem{ID: fmt.Sprint("job:", i), Payload: []byte("{}")}
+	}
+	_, err = busy.EnqueueMany(ctx, items)
+	must(err)
+	release := make(chan struct{})
+	var workers []*redisq.Worker
+	var wg sync.WaitGroup
+	for i := range 50 {
+		w := redisq.NewWorker(busy, func(ctx context.Context, m *redisq.Message) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}, redisq.WorkerOptions{Concurrency: 4, Name: fmt.Sprintf("busy-%02d", i), NoRecurring: true, Heartbeat: time.Second})
+		workers = append(workers, w)
+		wg.Go(func() { _ = w.Run(ctx) })
+	}
+	defer func() {
+		close(release)
+		for _, w := range workers {
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_ = w.Shutdown(sctx)
+			cancel()
+		}
+		wg.Wait()
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ws, err := busy.Workers(ctx)
+		must(err)
+		running := 0
+		for _, w := range ws {
+			running += len(w.Leases)
+		}
+		if len(ws) == 50 && running == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d workers beating, %d leases listed", len(ws), running)
+		}
+	}
+	for i := range 100 {
+		q, err := redisq.New(ctx, f.c, fmt.Sprintf("q%03d", i))
+		must(err)
+		must(q.Enqueue(ctx, "x", nil, time.Now().Add(-time.Duration(i)*time.Second)))
+	}
+	h := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"})
+	cause := "cause+7%3A+upstream+said+no"
+	for _, p := range []struct {
+		name, method, path string
+		code               int
+	}{
+		{"dead-tab", http.MethodGet, "/dq/queue?q=graveyard&state=dead", 200},
+		{"dead-page-2", http.MethodGet, "/dq/queue?q=graveyard&state=dead&offset=20", 200},
+		{"dead-cause", http.MethodGet, "/dq/queue?q=graveyard&state=dead&reason=" + cause, 200},
+		{"dead-cause-confirm", http.MethodPost, "op=requeue-reason&q=graveyard&reason=" + cause, 200},
+		{"workers-tab", http.MethodGet, "/dq/queue?q=busy&state=workers", 200},
+		{"inflight-tab", http.MethodGet, "/dq/queue?q=busy&state=inflight", 200},
+		{"summary", http.MethodGet, "/dq/queue?q=busy", 200},
+		{"overview-sorted", http.MethodGet, "/dq/?sort=overdue", 200},
+	} {
+		b.Run("page="+p.name, func(b *testing.B) {
+			serve := func() {
+				rec := httptest.NewRecorder()
+				var req *http.Request
+				if p.method == http.MethodGet {
+					req = httptest.NewRequest(http.MethodGet, p.path, nil)
+				} else {
+					req = httptest.NewRequest(http.MethodPost, "/dq/action", strings.NewReader(p.path+"&csrf="+strings.Repeat("A", 43)))
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+					req.Header.Set("Sec-Fetch-Site", "same-origin")
+					req.AddCookie(&http.Cookie{Name: "dqweb_csrf", Value: strings.Repeat("A", 43)})
+				}
+				req.Host = "127.0.0.1" // httptest's example.com is refused
+				h.ServeHTTP(rec, req)
+				if rec.Code != p.code {
+					b.Fatalf("%s: %d\n%.2000s", p.path, rec.Code, rec.Body)
+				}
+			}
+			serve() // untimed: loads the scripts
+			before := redisScriptUsec(b, f.c)
+			for b.Loop() {
+				serve()
+			}
+			b.ReportMetric(float64(redisScriptUsec(b, f.c)-before)/float64(b.N), "script-us/op")
+		})
+	}
+}

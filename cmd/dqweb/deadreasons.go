@@ -23,8 +23,9 @@ import (
 // batches of 200 examined dead items). When the dead set is larger than
 // what was grouped, the tab says so ("grouped the oldest 10,000 of
 // 25,000"), and the actions' questions say that the newer items of the
-// cause are acted on too. A filtered view reads the grouping again for its
-// cause's count. A partitioned queue is grouped on every partition
+// cause are acted on too. Only the dead tab's first page groups (later
+// pages link to it); a filtered view reads the grouping again for its
+// cause's count, as does the confirmation of an action on a cause. A partitioned queue is grouped on every partition
 // (deadReasonScan / P of each, at least 1000) and merged.
 
 // deadReasonScan is how many dead items (the oldest) the dead tab groups

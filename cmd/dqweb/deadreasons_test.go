@@ -123,6 +123,12 @@ func TestDeadReasonsGrouping(t *testing.T) {
 	if !strings.Contains(r.body, "Grouped all 8 dead items.") {
 		t.Errorf("the grouping does not say it is complete: %s", section(t, r.body, `id="grouped"`, "</p>"))
 	}
+	// Only the first page groups (a script per 1000 dead items); the
+	// others link to it.
+	if p := get(t, c, f.tabURL("orders", "dead")+"&offset=20").body; strings.Contains(p, `<section id="reasons">`) ||
+		!strings.Contains(p, `<p class="small muted" id="reasons-link">The dead items grouped by cause are on <a href="/dq/queue?q=orders&amp;state=dead">the first page</a>.</p>`) {
+		t.Errorf("the second page of the dead tab: %s", section(t, p, `<section id="dead"`, "</section>"))
+	}
 
 	// Not all grouped: it says so, and the questions say that the newer
 	// items of a cause are acted on too.

@@ -121,6 +121,8 @@ type queueData struct {
 	Reasons *reasonsView
 	Reason  string
 	Filter  *reasonFilter
+	// ReasonsURL is the first page, which has the grouping, on the others.
+	ReasonsURL string
 }
 
 // queueName is the page's queue: qx (hex) when given, else q.
@@ -289,7 +291,15 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		err = h.list(ctx, r, q, &d)
 	}
 	if err == nil && state == redisq.StateDead {
-		err = h.deadGrouping(ctx, t, &d)
+		// The grouping on the first page (or the cause's count, filtered):
+		// it costs a script per 1000 dead items grouped.
+		v := r.URL.Query()
+		firstPage := (v.Get("offset") == "" || v.Get("offset") == "0") && v.Get("cursor") == ""
+		if firstPage || reason != "" {
+			err = h.deadGrouping(ctx, t, &d)
+		} else {
+			d.ReasonsURL = h.tabURL(name, redisq.StateDead)
+		}
 	}
 	var bad badRequest
 	if errors.As(err, &bad) {
