@@ -20,7 +20,9 @@ var screenshots = flag.Bool("screenshots", false, "write the screenshots of the 
 // traffic: about a minute of deliveries (mostly acked, some nacked or
 // dead-lettered, of varied lateness) read by the queue's page every 10 s,
 // so that the rates, the error rate and the history show, and items due
-// over the hour.
+// over the hour; then two Workers hold some of the due items (the Workers
+// tab), while a queue "webhooks" has overdue items and no worker (the
+// overview, sorted by oldest overdue, marks it).
 func TestScreenshots(t *testing.T) {
 	if !*screenshots {
 		t.Skip("regenerates docs/dqweb-*.png with -screenshots")
@@ -60,6 +62,12 @@ func TestScreenshots(t *testing.T) {
 		_, err := f.q.EnqueueAfter(ctx, fmt.Sprintf("order:%d", 5000+i), []byte(fmt.Sprintf(`{"order":%d}`, 5000+i)),
 			time.Duration(x*x*float64(time.Hour)+float64(2*time.Minute)))
 		must(err)
+	}
+	hooks, err := redisq.New(ctx, f.c, "webhooks")
+	must(err)
+	defer hooks.Close()
+	for i := range 40 {
+		must(hooks.Enqueue(ctx, fmt.Sprintf("hook:%d", i), []byte(`{"hook":1}`), time.Now().Add(-time.Duration(3+i/2)*time.Minute)))
 	}
 	b := newTab(t, 1280, 1000)
 	b.open(f.base)
@@ -101,6 +109,11 @@ func TestScreenshots(t *testing.T) {
 		b.open(f.queueURL("orders"))
 		time.Sleep(10*time.Second - time.Since(start))
 	}
+	// Who holds the work: two Workers on orders, each running 3 of its
+	// due items; webhooks has items overdue and none.
+	for _, name := range []string{"billing-1", "billing-2"} {
+		startWorker(t, f.q, name, 3, 3)
+	}
 	dir := filepath.Join("..", "..", "docs")
 	shot := func(name string, w, h int64, mobile bool, u string) {
 		t.Helper()
@@ -118,14 +131,15 @@ func TestScreenshots(t *testing.T) {
 		t.Logf("wrote %s (%d bytes)", name, len(png))
 	}
 	shot("dqweb-queue.png", 1280, 1900, false, f.queueURL("orders"))
-	shot("dqweb-overview.png", 1280, 460, false, f.base)
+	shot("dqweb-overview.png", 1280, 520, false, f.base+"?sort=overdue")
+	shot("dqweb-workers.png", 1280, 760, false, f.tabURL("orders", "workers"))
 	shot("dqweb-partitioned.png", 1280, 1300, false, f.queueURL("reports"))
 	b.open(f.tabURL("orders", "dead"))
 	for _, sel := range []string{`article.deaditem:nth-of-type(2) input[type=checkbox]`, `article.deaditem:nth-of-type(3) input[type=checkbox]`} {
 		b.run(chromedp.Click(chromedp.CSS(sel)))
 	}
 	eval[bool](b, `(() => { window.scrollTo(0, 0); return true })()`)
-	shot("dqweb-queue-dead.png", 1280, 1000, false, "")
+	shot("dqweb-queue-dead.png", 1280, 1300, false, "")
 	shot("dqweb-overview-phone.png", 390, 560, true, f.base)
 	shot("dqweb-queue-phone.png", 390, 1400, true, f.tabURL("orders", "scheduled"))
 }
