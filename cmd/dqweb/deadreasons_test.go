@@ -340,3 +340,37 @@ func TestDeadReasonPaging(t *testing.T) {
 		t.Errorf("the list of rare holds %v", seen)
 	}
 }
+
+// TestPartitionedDeadReasons: a partitioned queue's dead tab groups the
+// dead items of every partition; a cause's list is merged across them;
+// its actions act on every partition.
+func TestPartitionedDeadReasons(t *testing.T) {
+	f := newPFixture(t, dqweb.Options{})
+	c := client(t)
+	r := get(t, c, f.tabURL(pname, "dead"))
+	checkPage(t, "dead tab", r, 200<<10)
+	shown, rows := reasonRows(t, r.body)
+	if fmt.Sprint(shown) != "[bad input]" || !strings.Contains(rows[0], `<td class="n" data-k="count">3</td>`) ||
+		!strings.Contains(rows[0], `data-confirm="Requeue all 3 dead items of queue &#34;jobs&#34; (3 partitions) that died of &#34;bad input&#34;?`) {
+		t.Fatalf("causes %q:\n%s", shown, rows)
+	}
+	list := get(t, c, f.tabURL(pname, "dead")+"&reason=bad+input")
+	ids := regexp.MustCompile(`<article class="deaditem" data-id="([^"]*)"`).FindAllStringSubmatch(list.body, -1)
+	if len(ids) != 3 || strings.Count(list.body, `<span class="muted part" data-part=`) != 3 {
+		t.Errorf("the list of the cause: %d items", len(ids))
+	}
+	if none := get(t, c, f.tabURL(pname, "dead")+"&reason=other"); strings.Contains(none.body, `<article class="deaditem"`) || !strings.Contains(none.body, "no dead items of this cause") {
+		t.Errorf("the list of a cause none died of:\n%s", section(t, none.body, `<p class="pager">`, "</p>"))
+	}
+	form := formOf(t, section(t, list.body, `<div class="actions whole">`, "</div>"), "requeue-reason")
+	form.Set("confirmed", "yes")
+	res := post(t, c, f.base+"action", form)
+	if res.status != http.StatusOK || !strings.Contains(res.body, "Requeued 3 dead items of queue &#34;jobs&#34; (3 partitions) that died of &#34;bad input&#34;: they are due now.") {
+		t.Fatalf("requeue the cause: %d\n%s", res.status, res.body)
+	}
+	for i := range 3 {
+		if st := f.pstate(t, i, f.dead[i]); st != redisq.StateScheduled {
+			t.Errorf("%s of partition %d: %v", f.dead[i], i, st)
+		}
+	}
+}
