@@ -119,3 +119,22 @@ func (l Lateness) Quantile(q float64) time.Duration {
 	}
 	return -1
 }
+
+// Since returns the histogram of the deliveries that l counts and earlier,
+// a reading of the same queue's Lateness taken before, does not: both are
+// cumulative since the queue was created, so this is what came between
+// the two readings (dqctl watch and the dashboard show it). When a count
+// went down (the queue was destroyed and made anew meanwhile) it is empty.
+func (l Lateness) Since(earlier Lateness) Lateness {
+	d := Lateness{Bounds: l.Bounds, Counts: make([]int64, len(l.Counts)), Sum: l.Sum - earlier.Sum}
+	for i := range l.Counts {
+		d.Counts[i] = l.Counts[i]
+		if i < len(earlier.Counts) {
+			d.Counts[i] -= earlier.Counts[i]
+		}
+		if d.Counts[i] < 0 {
+			return Lateness{Bounds: l.Bounds, Counts: make([]int64, len(l.Counts))}
+		}
+	}
+	return d
+}

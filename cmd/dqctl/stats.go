@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dq-go/delayqueue/cmd/internal/lateness"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -184,7 +183,7 @@ func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.
 	// With prev, the deliveries since: the histogram is cumulative.
 	l, since := st.Lateness, ""
 	if prev != nil {
-		l, since = lateness.Diff(st.Lateness, prev.Lateness.Counts, prev.Lateness.Sum), " since the last refresh"
+		l, since = st.Lateness.Since(prev.Lateness), " since the last refresh"
 	}
 	switch n := l.Count(); {
 	case n == 0 && prev != nil:

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dq-go/delayqueue/cmd/internal/lateness"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
@@ -39,8 +38,7 @@ type sample struct {
 	at       time.Time
 	counters redisq.StatsCounters
 	inFlight int64
-	late     []int64 // the lateness histogram's counts
-	lateSum  time.Duration
+	late     redisq.Lateness // the lateness histogram's counts and sum
 }
 
 // point is one reading in the history.
@@ -127,13 +125,13 @@ func (r *rates) observe(name string, st redisq.Stats) rateView {
 			if settled := c.Acked - b.Acked + failed; settled > 0 {
 				v.ErrorRate, v.ErrKnown = float64(failed)/float64(settled), true
 			}
-			if d := lateness.Diff(st.Lateness, base.late, base.lateSum); d.Count() > 0 {
+			if d := st.Lateness.Since(base.late); d.Count() > 0 {
 				v.Lateness, v.Recent = d, true
 			}
 		}
 	}
 	if len(t.recent) == 0 || st.Now.Sub(t.recent[len(t.recent)-1].at) >= sampleEvery {
-		t.recent = append(t.recent, sample{st.Now, st.StatsCounters, st.InFlight, slices.Clone(st.Lateness.Counts), st.Lateness.Sum})
+		t.recent = append(t.recent, sample{st.Now, st.StatsCounters, st.InFlight, redisq.Lateness{Counts: slices.Clone(st.Lateness.Counts), Sum: st.Lateness.Sum}})
 	}
 	if len(t.history) == 0 || st.Now.Sub(t.history[len(t.history)-1].at) >= historyEvery {
 		t.history = append(t.history, point{st.Now, st.Enqueued, st.Delivered, st.Acked, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead})
