@@ -3,10 +3,9 @@ module github.com/dq-go/delayqueue/cmd
 go 1.25.0
 
 require (
-	github.com/chromedp/cdproto v0.160.1
-	github.com/chromedp/chromedp v0.23.1
 	github.com/dq-go/delayqueue v0.0.0-00010101000000-000000000000
 	github.com/dq-go/delayqueue/dqprom v0.0.0-00010101000000-000000000000
+	github.com/dq-go/delayqueue/dqweb v0.0.0-00010101000000-000000000000
 	github.com/dq-go/delayqueue/redisq v0.0.0-00010101000000-000000000000
 	github.com/hibiken/asynq v0.26.0
 	github.com/prometheus/client_golang v1.23.2
@@ -18,7 +17,6 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect

@@ -3,7 +3,7 @@
 # of go.work. redisq's tests start their own redis-server, so it must be on
 # PATH: run as root on Debian/Ubuntu, this installs it with apt-get when it
 # is missing; otherwise it stops with one line saying what to run. Chromium,
-# for cmd/dqweb's browser tests, is installed the same way when it can be;
+# for dqweb's browser tests, is installed the same way when it can be;
 # without it those tests skip, saying so.
 # Arguments go to every go test (e.g. scripts/test.sh -short -count=1).
 set -euo pipefail
@@ -26,7 +26,7 @@ install redis-server redis-server || {
   echo "scripts/test.sh: redis-server is missing: run 'sudo apt-get install -y redis-server' (or this script as root), then again; 'go test -race ./...' tests the core alone" >&2
   exit 1
 }
-# cmd/dqweb's browser tests drive headless Chromium, and skip without it.
+# dqweb's browser tests drive headless Chromium, and skip without it.
 install chromium chromium || command -v chromium-browser >/dev/null 2>&1 ||
   echo "scripts/test.sh: no chromium: the dqweb browser tests will skip ('sudo apt-get install -y chromium' runs them)"
 

@@ -5,7 +5,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/dq-go/delayqueue/dqweb"
 	"github.com/dq-go/delayqueue/dqprom"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/prometheus/client_golang/prometheus"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/dq-go/delayqueue/dqweb"
 	"github.com/dq-go/delayqueue/redisq"
 )
 

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/dq-go/delayqueue/dqweb"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
-var screenshots = flag.Bool("screenshots", false, "write the screenshots of the dashboard to docs/ (go test ./cmd/dqweb -run TestScreenshots -screenshots)")
+var screenshots = flag.Bool("screenshots", false, "write the screenshots of the dashboard to docs/ (go test ./dqweb -run TestScreenshots -screenshots)")
 
 // TestScreenshots regenerates docs/dqweb-*.png from the fixture with more
 // traffic: about a minute of deliveries (mostly acked, some nacked or
@@ -114,7 +114,7 @@ func TestScreenshots(t *testing.T) {
 	for _, name := range []string{"billing-1", "billing-2"} {
 		startWorker(t, f.q, name, 3, 3)
 	}
-	dir := filepath.Join("..", "..", "docs")
+	dir := filepath.Join("..", "docs")
 	shot := func(name string, w, h int64, mobile bool, u string) {
 		t.Helper()
 		if mobile {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/dq-go/delayqueue/dqweb"
 	"github.com/dq-go/delayqueue/redisq"
 )
 

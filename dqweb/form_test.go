@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dq-go/delayqueue/cmd/dqweb"
+	"github.com/dq-go/delayqueue/dqweb"
 )
 
 // TestSlowFormIsCut: an action whose body trickles in is answered 408
