@@ -5,8 +5,8 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/dq-go/delayqueue/dqweb"
 	"github.com/dq-go/delayqueue/dqprom"
+	"github.com/dq-go/delayqueue/dqweb"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
