@@ -1,7 +1,6 @@
 # The project's commands. The test command the README gives, and .ci/run
 # calls, is scripts/test.sh (go test -race in every module; it installs
 # redis-server when it can); `make test` runs it too.
-MODULES := . redisq dqprom dqweb examples cmd
 
 .PHONY: test vet bench-smoke example
 test:

@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 
 # The tag order: a module comes after every module of the repository it
 # requires. docs/release.md gives the same order.
-order=(. redisq dqprom dqweb examples cmd)
+order=(. redisq dqprom dqweb examples cmd bench)
 version=v0.0.0-releasecheck.$(date +%s).$$
 
 fail() {

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dq-go/delayqueue/cmd/internal/redisprobe"
+	"github.com/dq-go/delayqueue/bench/internal/redisprobe"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dq-go/delayqueue/cmd/internal/redisprobe"
+	"github.com/dq-go/delayqueue/bench/internal/redisprobe"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
