@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue"
+	"github.com/dq-go/delayqueue/bench/internal/report"
 )
 
 // runIdle parks o.idleTakers goroutines in Take on a queue whose only item
 // is an hour away and measures the CPU the whole process uses over
 // o.idleFor of real time. timer is "runtime", "precise" or "none" (no
 // queue at all: the process's own background cost).
-func runIdle(timer string, o *options) Result {
+func runIdle(timer string, o *options) report.Result {
 	name := "idle/" + timer
-	res := Result{Name: name, Kind: "idle", Mode: "idle", Items: o.idleTakers, HeapPerItem: -1}
+	res := report.Result{Name: name, Kind: "idle", Mode: "idle", Items: o.idleTakers, HeapPerItem: -1}
 	var q *delayqueue.Queue[int64]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -58,10 +59,10 @@ func runIdle(timer string, o *options) Result {
 	if q != nil {
 		w0 = q.Stats().Wakeups
 	}
-	c0 := cpuTime()
+	c0 := report.CPUTime()
 	t0 := time.Now()
 	time.Sleep(o.idleFor)
-	c1 := cpuTime()
+	c1 := report.CPUTime()
 	el := time.Since(t0)
 	if q != nil {
 		res.Wakeups = q.Stats().Wakeups - w0

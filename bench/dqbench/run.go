@@ -5,12 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dq-go/delayqueue/bench/internal/report"
 )
 
 // codec turns item indexes into queue values and back: the payload of an
@@ -39,12 +40,12 @@ func bytesCodec(size int) codec[[]byte] {
 }
 
 // runQueue runs the burst or steady workload on one engine and measures it.
-func runQueue[T any](name string, o *options, newEngine func() engine[T], c codec[T]) Result {
+func runQueue[T any](name string, o *options, newEngine func() engine[T], c codec[T]) report.Result {
 	n := o.items
 	if o.mode == "steady" {
 		n = int(o.rate * o.duration.Seconds())
 	}
-	res := Result{Name: name, Kind: "queue", Mode: o.mode, Items: n, HeapPerItem: -1}
+	res := report.Result{Name: name, Kind: "queue", Mode: o.mode, Items: n, HeapPerItem: -1}
 	deadline := make([]int64, n) // ns since start
 	got := make([]int64, n)      // delivery, ns since start; 0: not delivered
 	var order []int32            // burst: the order in which items are offered
@@ -99,7 +100,7 @@ func runQueue[T any](name string, o *options, newEngine func() engine[T], c code
 		}
 	}
 
-	cpu0 := cpuTime()
+	cpu0 := report.CPUTime()
 	var cwg sync.WaitGroup
 	for range o.consumers {
 		cwg.Add(1)
@@ -108,7 +109,7 @@ func runQueue[T any](name string, o *options, newEngine func() engine[T], c code
 			e.consume(ctx, o.batch, sink)
 		}()
 	}
-	stopProgress := progress(o, name, n, &offered, &delivered, start)
+	stopProgress := o.Progress(name, n, &offered, &delivered, start)
 
 	var pwg sync.WaitGroup
 	var offerErr atomic.Value
@@ -144,7 +145,7 @@ func runQueue[T any](name string, o *options, newEngine func() engine[T], c code
 			runtime.ReadMemStats(&ms)
 			res.HeapPerItem = (float64(ms.HeapAlloc) - float64(heap0)) / float64(n)
 		} else {
-			res.Note = joinNote(res.Note, fmt.Sprintf("offers took %v, past -lead minus 100ms: heap not measured; raise -lead", offerDone.Round(time.Millisecond)))
+			res.Note = report.JoinNote(res.Note, fmt.Sprintf("offers took %v, past -lead minus 100ms: heap not measured; raise -lead", offerDone.Round(time.Millisecond)))
 		}
 	}
 
@@ -157,9 +158,9 @@ func runQueue[T any](name string, o *options, newEngine func() engine[T], c code
 	select {
 	case <-allDone:
 	case <-time.After(limit - time.Since(start)):
-		res.Note = joinNote(res.Note, "timed out waiting for deliveries")
+		res.Note = report.JoinNote(res.Note, "timed out waiting for deliveries")
 	}
-	cpu1 := cpuTime()
+	cpu1 := report.CPUTime()
 	cancel()
 	cwg.Wait()
 	res.Wakeups = e.wakeups()
@@ -192,18 +193,11 @@ func runQueue[T any](name string, o *options, newEngine func() engine[T], c code
 	if len(lat) > 0 && last > first {
 		res.DeliverRate = float64(len(lat)) / (float64(last-first) / 1e9)
 	}
-	res.setLateness(lat)
+	res.SetLateness(lat)
 	if res.Delivered < n {
-		res.Note = joinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
 	}
 	return res
-}
-
-func joinNote(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
 }
 
 func offerBurst[T any](e engine[T], c codec[T], start time.Time, deadline []int64, order []int32, offered *atomic.Int64) error {
@@ -238,108 +232,4 @@ func offerSteady[T any](e engine[T], c codec[T], start time.Time, deadline []int
 		}
 	}
 	return nil
-}
-
-// progress prints a status line to stderr until the returned func is called.
-func progress(o *options, name string, n int, offered, delivered *atomic.Int64, start time.Time) func() {
-	if o.quiet {
-		return func() {}
-	}
-	fi, _ := os.Stderr.Stat()
-	tty := fi != nil && fi.Mode()&os.ModeCharDevice != 0
-	every := time.Second
-	if tty {
-		every = 200 * time.Millisecond
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	line := func() string {
-		return fmt.Sprintf("%-22s offered %9d/%d  delivered %9d/%d  t=%6.2fs",
-			name, offered.Load(), n, delivered.Load(), n, time.Since(start).Seconds())
-	}
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				if tty {
-					fmt.Fprintf(os.Stderr, "\r%s", line())
-				} else {
-					fmt.Fprintln(os.Stderr, line())
-				}
-			case <-stop:
-				if tty {
-					fmt.Fprintf(os.Stderr, "\r%s\n", line())
-				}
-				return
-			}
-		}
-	}()
-	return func() { close(stop); <-done }
-}
-
-// setLateness fills the percentiles and histogram from lateness samples.
-func (r *Result) setLateness(lat []int64) {
-	if len(lat) == 0 {
-		return
-	}
-	slices.Sort(lat)
-	q := func(p float64) int64 {
-		i := int(p * float64(len(lat)-1))
-		return lat[i]
-	}
-	var sum float64
-	for _, l := range lat {
-		sum += float64(l)
-	}
-	r.Lateness = &Percentiles{
-		P50: q(0.50), P90: q(0.90), P99: q(0.99), P999: q(0.999),
-		Max: lat[len(lat)-1], Mean: int64(sum / float64(len(lat))), N: len(lat),
-	}
-	r.Histogram = histogram(lat)
-}
-
-// histogramEdges are the upper bounds of the lateness buckets, 1-2-5 steps.
-var histogramEdges = func() []int64 {
-	var e []int64
-	for d := int64(1000); d <= 10e9; d *= 10 {
-		e = append(e, d, 2*d, 5*d)
-	}
-	return e
-}()
-
-// histogram counts sorted samples into buckets: (-inf, 0), [0, 1µs), ...
-func histogram(sorted []int64) []Bucket {
-	var out []Bucket
-	i := 0
-	take := func(upper int64) int {
-		j := i
-		for j < len(sorted) && sorted[j] < upper {
-			j++
-		}
-		c := j - i
-		i = j
-		return c
-	}
-	if c := take(0); c > 0 {
-		out = append(out, Bucket{Lo: -1 << 62, Hi: 0, Count: c})
-	}
-	lo := int64(0)
-	for _, hi := range histogramEdges {
-		out = append(out, Bucket{Lo: lo, Hi: hi, Count: take(hi)})
-		lo = hi
-	}
-	if c := len(sorted) - i; c > 0 {
-		out = append(out, Bucket{Lo: lo, Hi: 1 << 62, Count: c})
-	}
-	// Trim empty buckets at both ends.
-	for len(out) > 0 && out[0].Count == 0 {
-		out = out[1:]
-	}
-	for len(out) > 0 && out[len(out)-1].Count == 0 {
-		out = out[:len(out)-1]
-	}
-	return out
 }

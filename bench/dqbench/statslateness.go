@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue"
+	"github.com/dq-go/delayqueue/bench/internal/report"
 )
 
 // delayqueue records every item's lateness itself (Stats.Lateness), from
@@ -30,18 +31,18 @@ type statsLatenessEngine interface {
 func (e *dqEngine[T]) statsLateness() delayqueue.Histogram { return e.q.Stats().Lateness }
 
 // percentilesOf reads the percentiles from a queue's histogram.
-func percentilesOf(h delayqueue.Histogram) *Percentiles {
+func percentilesOf(h delayqueue.Histogram) *report.Percentiles {
 	if h.Count == 0 {
 		return nil
 	}
 	q := func(p float64) int64 { return int64(h.Quantile(p)) }
-	return &Percentiles{N: int(h.Count), P50: q(0.5), P90: q(0.9), P99: q(0.99), P999: q(0.999), Max: int64(h.Max), Mean: -1}
+	return &report.Percentiles{N: int(h.Count), P50: q(0.5), P90: q(0.9), P99: q(0.99), P999: q(0.999), Max: int64(h.Max), Mean: -1}
 }
 
 // statsAgreement compares Stats' percentiles with the measured ones and
 // returns the worst disagreement beyond the histogram's error, as a
 // fraction of the allowance (<= 1: they agree), and which percentile it is.
-func statsAgreement(measured, stats *Percentiles, slack time.Duration) (worst float64, at string) {
+func statsAgreement(measured, stats *report.Percentiles, slack time.Duration) (worst float64, at string) {
 	for _, c := range []struct {
 		name string
 		m, s int64
@@ -56,7 +57,7 @@ func statsAgreement(measured, stats *Percentiles, slack time.Duration) (worst fl
 
 // writeStatsLateness prints, for each row that has them, the queue's own
 // figures next to the measured ones and whether they agree.
-func writeStatsLateness(w io.Writer, rs []Result, batch int) {
+func writeStatsLateness(w io.Writer, rs []report.Result, batch int) {
 	slack := statsSlack + time.Duration(max(batch, 1))*statsSlackPerItem
 	for _, r := range rs {
 		s, m := r.StatsLateness, r.Lateness
@@ -69,6 +70,6 @@ func writeStatsLateness(w io.Writer, rs []Result, batch int) {
 			verdict = fmt.Sprintf("DISAGREE at %s", at)
 		}
 		fmt.Fprintf(w, "Stats.Lateness: %s: p50 %s p90 %s p99 %s max %s (%d items; measured p50 %s p90 %s p99 %s): %s within 6.25%% + %v\n",
-			r.Name, dur(s.P50), dur(s.P90), dur(s.P99), dur(s.Max), s.N, dur(m.P50), dur(m.P90), dur(m.P99), verdict, slack)
+			r.Name, report.Dur(s.P50), report.Dur(s.P90), report.Dur(s.P99), report.Dur(s.Max), s.N, report.Dur(m.P50), report.Dur(m.P90), report.Dur(m.P99), verdict, slack)
 	}
 }

@@ -1,4 +1,4 @@
-// Package redisprobe holds the go-redis instruments dqbench -impl redis
+// Package redisprobe holds the go-redis instruments dqbench-redis -impl redis
 // measures redisq with: a hook that counts the commands each tagged caller
 // sends, and an estimate of the offset between the local and Redis clocks.
 package redisprobe

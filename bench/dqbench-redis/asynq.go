@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dq-go/delayqueue/bench/internal/report"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 )
@@ -68,18 +69,18 @@ func (r *redisRun) asynqDrained(queue string) {
 
 // asynqBacklog: -redis-items tasks enqueued (due at once) by the producers,
 // then processed by a server with -consumers workers.
-func (r *redisRun) asynqBacklog() ([]Result, error) {
+func (r *redisRun) asynqBacklog() ([]report.Result, error) {
 	o := r.o
 	n := o.redisItems
-	res := Result{Name: "asynq/backlog", Kind: "queue", Mode: "backlog", Items: n, HeapPerItem: -1}
+	res := report.Result{Name: "asynq/backlog", Kind: "queue", Mode: "backlog", Items: n, HeapPerItem: -1}
 	queue := r.asynqQueue("backlog")
 	rc, _ := r.asynqClients()
 	defer rc.Close()
 	var offered, delivered atomic.Int64
 	start := time.Now()
-	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
+	stopProgress := o.Progress(res.Name, n, &offered, &delivered, start)
 	defer stopProgress()
-	cpu0, s0 := cpuTime(), snapServer(r.ctx, r.c)
+	cpu0, s0 := report.CPUTime(), snapServer(r.ctx, r.c)
 
 	// The producers' loop and client as a program writes them: its own
 	// client with asynq's defaults, one Enqueue after the other (asynq
@@ -97,7 +98,7 @@ func (r *redisRun) asynqBacklog() ([]Result, error) {
 	if err != nil {
 		err = fmt.Errorf("enqueue: %w", err)
 		res.Note = err.Error()
-		return []Result{res}, err
+		return []report.Result{res}, err
 	}
 
 	seen := make([]atomic.Bool, n)
@@ -117,55 +118,55 @@ func (r *redisRun) asynqBacklog() ([]Result, error) {
 	})
 	if err != nil {
 		res.Note = err.Error()
-		return []Result{res}, err
+		return []report.Result{res}, err
 	}
 	select {
 	case <-allDone:
 	case <-time.After(30*time.Second + time.Duration(n)*time.Millisecond):
-		res.Note = joinNote(res.Note, "timed out draining")
+		res.Note = report.JoinNote(res.Note, "timed out draining")
 	case <-r.ctx.Done():
 	}
 	r.asynqDrained(queue)
 	drain := time.Since(d0)
 	s2 := snapServer(r.ctx, r.c)
 	srv.Shutdown()
-	res.CPUSeconds = (cpuTime() - cpu0).Seconds()
+	res.CPUSeconds = (report.CPUTime() - cpu0).Seconds()
 	res.Delivered = int(delivered.Load())
 	res.Duplicates = int(dups.Load())
 	res.DeliverRate = float64(res.Delivered) / drain.Seconds()
 	if n > 0 {
 		res.CPUPerItemNs = res.CPUSeconds * 1e9 / float64(n)
 	}
-	res.Note = joinNote(res.Note, fmt.Sprintf("offer/s = Client.Enqueue by %d producers, each its own loop, on asynq.NewClient (%v), deliver/s = handled and done by a server with Concurrency %d (%v); CPU: this process's, per item",
+	res.Note = report.JoinNote(res.Note, fmt.Sprintf("offer/s = Client.Enqueue by %d producers, each its own loop, on asynq.NewClient (%v), deliver/s = handled and done by a server with Concurrency %d (%v); CPU: this process's, per item",
 		o.backlogProducers(), el.Round(time.Millisecond), o.consumers, drain.Round(time.Millisecond)))
-	res.setServer(n, s0, s1, s2)
+	setServer(&res, n, s0, s1, s2)
 	if res.Delivered < n {
-		res.Note = joinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
 	}
-	return []Result{res}, nil
+	return []report.Result{res}, nil
 }
 
 // asynqIdle: a server with -consumers workers and one task an hour away;
 // what the server runs meanwhile.
-func (r *redisRun) asynqIdle() ([]Result, error) {
+func (r *redisRun) asynqIdle() ([]report.Result, error) {
 	o := r.o
-	res := Result{Name: "asynq/idle", Kind: "idle", Mode: "idle", Items: o.consumers, HeapPerItem: -1}
+	res := report.Result{Name: "asynq/idle", Kind: "idle", Mode: "idle", Items: o.consumers, HeapPerItem: -1}
 	queue := r.asynqQueue("idle")
 	rc, cl := r.asynqClients()
 	defer rc.Close()
 	if _, err := cl.EnqueueContext(r.ctx, asynqTask(o, 0), asynq.Queue(queue), asynq.ProcessIn(time.Hour)); err != nil {
 		res.Note = err.Error()
-		return []Result{res}, err
+		return []report.Result{res}, err
 	}
 	var got atomic.Int64
 	srv, err := r.asynqServer(rc, queue, func(context.Context, *asynq.Task) error { got.Add(1); return nil })
 	if err != nil {
 		res.Note = err.Error()
-		return []Result{res}, err
+		return []report.Result{res}, err
 	}
 	defer srv.Shutdown()
 	time.Sleep(2 * time.Second) // let the server's start-up traffic pass
-	s0, cpu0, t0 := snapServer(r.ctx, r.c), cpuTime(), time.Now()
+	s0, cpu0, t0 := snapServer(r.ctx, r.c), report.CPUTime(), time.Now()
 	select {
 	case <-time.After(o.idleFor):
 	case <-r.ctx.Done():
@@ -173,22 +174,22 @@ func (r *redisRun) asynqIdle() ([]Result, error) {
 	el := time.Since(t0)
 	s1 := snapServer(r.ctx, r.c)
 	res.IdleSeconds = el.Seconds()
-	res.CPUSeconds = (cpuTime() - cpu0).Seconds()
-	res.setIdle(s0, s1, el)
+	res.CPUSeconds = (report.CPUTime() - cpu0).Seconds()
+	setIdle(&res, s0, s1, el)
 	if got.Load() > 0 {
-		res.Note = joinNote(res.Note, "an item was delivered")
+		res.Note = report.JoinNote(res.Note, "an item was delivered")
 	}
-	return []Result{res}, nil
+	return []report.Result{res}, nil
 }
 
 // asynqSteady: -rate tasks/s for -duration, each ProcessIn(its delay); a
 // server with -consumers workers handles them. Lateness = handler start -
 // (the instant before Enqueue + delay), both on this process's clock, which
 // is asynq's clock for due times.
-func (r *redisRun) asynqSteady() ([]Result, error) {
+func (r *redisRun) asynqSteady() ([]report.Result, error) {
 	o := r.o
 	n := int(o.rate * o.duration.Seconds())
-	res := Result{Name: "asynq", Kind: "queue", Mode: "steady", Items: n, HeapPerItem: -1}
+	res := report.Result{Name: "asynq", Kind: "queue", Mode: "steady", Items: n, HeapPerItem: -1}
 	queue := r.asynqQueue("steady")
 	rc, cl := r.asynqClients()
 	defer rc.Close()
@@ -216,14 +217,14 @@ func (r *redisRun) asynqSteady() ([]Result, error) {
 	})
 	if err != nil {
 		res.Note = err.Error()
-		return []Result{res}, err
+		return []report.Result{res}, err
 	}
 	time.Sleep(2 * time.Second) // let the server's start-up traffic pass
 	s0 := snapServer(r.ctx, r.c)
 	start = time.Now()
 	started.Store(true)
-	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
-	cpu0 := cpuTime()
+	stopProgress := o.Progress(res.Name, n, &offered, &delivered, start)
+	cpu0 := report.CPUTime()
 
 	produceAtRate(o, n, start, func(_, i int) error {
 		atomic.StoreInt64(&sentAt[i], int64(time.Since(start)))
@@ -235,11 +236,11 @@ func (r *redisRun) asynqSteady() ([]Result, error) {
 	res.OfferSeconds = offerDone.Seconds()
 	res.OfferRate = float64(offered.Load()) / offerDone.Seconds()
 	if !o.waitTail(r.ctx, allDone, start) {
-		res.Note = joinNote(res.Note, "timed out waiting for deliveries")
+		res.Note = report.JoinNote(res.Note, "timed out waiting for deliveries")
 	}
 	r.asynqDrained(queue)
 	last := time.Since(start)
-	cpu1 := cpuTime()
+	cpu1 := report.CPUTime()
 	s1 := snapServer(r.ctx, r.c)
 	stopProgress()
 	srv.Shutdown()
@@ -260,20 +261,20 @@ func (r *redisRun) asynqSteady() ([]Result, error) {
 			ls = append(ls, lat[i])
 		}
 	}
-	res.setLateness(ls)
+	res.SetLateness(ls)
 	check := "5s (asynq's default)"
 	if o.asynqCheck > 0 {
 		check = o.asynqCheck.String()
 	}
-	res.Note = joinNote(res.Note, fmt.Sprintf("lateness = handler start - (instant before Client.Enqueue + delay), this process's clock; DelayedTaskCheckInterval %s; asynq stores due times in whole seconds (Unix), so it may deliver up to 1s early: %d early",
+	res.Note = report.JoinNote(res.Note, fmt.Sprintf("lateness = handler start - (instant before Client.Enqueue + delay), this process's clock; DelayedTaskCheckInterval %s; asynq stores due times in whole seconds (Unix), so it may deliver up to 1s early: %d early",
 		check, res.Early))
-	res.setServer(res.Delivered, s0, s1)
+	setServer(&res, res.Delivered, s0, s1)
 	if res.Delivered < n {
-		res.Note = joinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
 	}
 	if err, _ := errs.Load().(error); err != nil {
-		res.Note = joinNote(res.Note, err.Error())
-		return []Result{res}, err
+		res.Note = report.JoinNote(res.Note, err.Error())
+		return []report.Result{res}, err
 	}
-	return []Result{res}, nil
+	return []report.Result{res}, nil
 }

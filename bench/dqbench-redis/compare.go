@@ -4,7 +4,26 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/dq-go/delayqueue/bench/internal/report"
 )
+
+// writeRedisSections prints what follows the idle table (report.Sections'
+// Tail): each -impl redis idle phase, the server's commands over the other
+// idle phases and the comparison with asynq.
+func writeRedisSections(w io.Writer, o *options, rs []report.Result) {
+	for _, r := range rs {
+		if r.RedisIdle != nil {
+			writeRedisIdle(w, o, r)
+		}
+	}
+	for _, r := range rs {
+		if r.Kind == "idle" && r.RedisIdle == nil && r.IdleCmdsPer10s > 0 {
+			fmt.Fprintf(w, "%s: redis-server commands per 10 s idle: %.1f\n", r.Name, r.IdleCmdsPer10s)
+		}
+	}
+	writeVersus(w, o, rs)
+}
 
 // writeVersus prints redisq against asynq, metric by metric, from one run of
 // -impl redis,worker,asynq (or any two of them), with the targets of the
@@ -12,8 +31,8 @@ import (
 // apart). The Worker's rows come first: it is what a program runs, as
 // asynq.Server is; the Take/AckTake/TakeBatch loops ("redis") are the
 // lower level.
-func writeVersus(w io.Writer, o *options, rs []Result) {
-	by := map[string]*Result{}
+func writeVersus(w io.Writer, o *options, rs []report.Result) {
+	by := map[string]*report.Result{}
 	for i := range rs {
 		by[rs[i].Name] = &rs[i]
 	}
@@ -26,7 +45,7 @@ func writeVersus(w io.Writer, o *options, rs []Result) {
 	if rq == nil && rb == nil && ri == nil && wq == nil && wb == nil && wi == nil {
 		return
 	}
-	t := table{md: o.md, head: []string{"redisq vs asynq", "redisq", "asynq", "ratio", "target", "met"}}
+	t := report.Table{MD: o.MD, Head: []string{"redisq vs asynq", "redisq", "asynq", "ratio", "target", "met"}}
 	// row adds a metric; lower says whether less is better (the target is
 	// then ratio <= goal, else ratio >= goal); goal 0: no target.
 	row := func(name string, r, a float64, format func(float64) string, lower bool, goal float64) {
@@ -49,20 +68,20 @@ func writeVersus(w io.Writer, o *options, rs []Result) {
 				met = "yes"
 			}
 		}
-		t.add([]string{name, format(r), format(a), ratio, target, met})
+		t.Add([]string{name, format(r), format(a), ratio, target, met})
 	}
 	num := func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
-	ns := func(f float64) string { return dur(int64(f)) }
-	perSec := func(f float64) string { return rate(f) + "/s" }
-	lateness := func(name string, r, a *Result) {
+	ns := func(f float64) string { return report.Dur(int64(f)) }
+	perSec := func(f float64) string { return report.Rate(f) + "/s" }
+	lateness := func(name string, r, a *report.Result) {
 		if r == nil || a == nil || r.Lateness == nil || a.Lateness == nil {
 			return
 		}
-		t.add([]string{name + " lateness p50 / p99 / max",
-			dur(r.Lateness.P50) + " / " + dur(r.Lateness.P99) + " / " + dur(r.Lateness.Max),
-			dur(a.Lateness.P50) + " / " + dur(a.Lateness.P99) + " / " + dur(a.Lateness.Max),
+		t.Add([]string{name + " lateness p50 / p99 / max",
+			report.Dur(r.Lateness.P50) + " / " + report.Dur(r.Lateness.P99) + " / " + report.Dur(r.Lateness.Max),
+			report.Dur(a.Lateness.P50) + " / " + report.Dur(a.Lateness.P99) + " / " + report.Dur(a.Lateness.Max),
 			"-", "p99 <= 5ms", yesNoMet(r.Lateness.P99 <= int64(5e6))})
-		t.add([]string{name + " delivered early", strconv.Itoa(r.Early), strconv.Itoa(a.Early), "-", "0", yesNoMet(r.Early == 0)})
+		t.Add([]string{name + " delivered early", strconv.Itoa(r.Early), strconv.Itoa(a.Early), "-", "0", yesNoMet(r.Early == 0)})
 	}
 	if wq != nil && aq != nil {
 		row("Worker: commands per item (steady)", wq.ServerCmdsPerItem, aq.ServerCmdsPerItem, num, true, 1.0)
@@ -110,7 +129,7 @@ func writeVersus(w io.Writer, o *options, rs []Result) {
 	if ri != nil && ai != nil {
 		row("idle: server commands per 10 s", ri.IdleCmdsPer10s, ai.IdleCmdsPer10s, num, true, 0)
 	}
-	t.write(w)
+	t.Write(w)
 	fmt.Fprintln(w)
 }
 
@@ -119,4 +138,46 @@ func yesNoMet(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// writeRedisIdle prints the -impl redis idle phase: what each blocked
+// consumer sent per wait.
+func writeRedisIdle(w io.Writer, o *options, r report.Result) {
+	ri := r.RedisIdle
+	t := report.Table{MD: o.MD, Head: []string{"redis idle", "consumer", "real time", "wake cap", "BZPOPMIN", "claims", "other", "cmds/wait", "mean wait"}}
+	var bz, cl, ot int64
+	for i := range ri.BZPopMin {
+		bz += ri.BZPopMin[i]
+		cl += ri.Claims[i]
+		ot += ri.Other[i]
+		t.Add([]string{r.Name, strconv.Itoa(i + 1), report.Dur(int64(r.IdleSeconds * 1e9)), report.Dur(ri.WakeCapNs),
+			strconv.FormatInt(ri.BZPopMin[i], 10), strconv.FormatInt(ri.Claims[i], 10), strconv.FormatInt(ri.Other[i], 10),
+			perWait(ri.BZPopMin[i]+ri.Claims[i]+ri.Other[i], ri.BZPopMin[i]), "-"})
+	}
+	t.Add([]string{r.Name, "all", report.Dur(int64(r.IdleSeconds * 1e9)), report.Dur(ri.WakeCapNs),
+		strconv.FormatInt(bz, 10), strconv.FormatInt(cl, 10), strconv.FormatInt(ot, 10), perWait(bz+cl+ot, bz), report.Dur(ri.MeanWaitNs)})
+	t.Write(w)
+	fmt.Fprintln(w)
+	verdict := "PASS"
+	if !ri.Pass {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "redis idle: %d consumers blocked in Take for %s (head 1h away, wake cap %s), process CPU %s:\n",
+		len(ri.BZPopMin), report.Dur(int64(r.IdleSeconds*1e9)), report.Dur(ri.WakeCapNs), report.Dur(int64(r.CPUSeconds*1e9)))
+	fmt.Fprintf(w, "  each blocked wait is one BZPOPMIN (mean %s blocked); the claim script that follows it is the only other command.\n", report.Dur(ri.MeanWaitNs))
+	fmt.Fprintf(w, "  target: one blocking command per wait, one wait per wake cap (<= %d per consumer), no polling: %s\n",
+		int64(r.IdleSeconds*1e9)/ri.WakeCapNs+1, verdict)
+	if ri.ServerBZPopMin >= 0 {
+		fmt.Fprintf(w, "  server-wide INFO commandstats over the same time: %d BZPOPMIN, %d EVALSHA/EVAL (hook: %d, %d)\n",
+			ri.ServerBZPopMin, ri.ServerEval, bz, cl)
+	}
+	fmt.Fprintln(w)
+	report.Notes(w, []report.Result{r})
+}
+
+func perWait(cmds, waits int64) string {
+	if waits == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(cmds)/float64(waits), 'f', 2, 64)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/bench/internal/redisprobe"
+	"github.com/dq-go/delayqueue/bench/internal/report"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -44,13 +45,13 @@ func startWorker(ctx context.Context, q *redisq.Queue, n int, got func(time.Time
 
 // workerBacklog: -redis-items items enqueued (due now) by the producers,
 // then handled by a Worker with -consumers handlers.
-func (r *redisRun) workerBacklog() (Result, error) {
+func (r *redisRun) workerBacklog() (report.Result, error) {
 	return r.backlogWith("worker/backlog", 1, -1)
 }
 
 // workerSteady: lateness at -rate items/s, handled by a Worker with
 // -consumers handlers; a message is received when its handler starts.
-func (r *redisRun) workerSteady() (Result, error) {
+func (r *redisRun) workerSteady() (report.Result, error) {
 	return r.steadyWith("worker", func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func() {
 		return startWorker(redisprobe.WithCaller(ctx, 0), q, r.o.consumers, got, errs)
 	})
@@ -59,9 +60,9 @@ func (r *redisRun) workerSteady() (Result, error) {
 // workerIdle: a Worker with -consumers handlers and nothing due (the head
 // an hour away, wake cap -wake-cap) for -idle; the server's commands per
 // 10 s.
-func (r *redisRun) workerIdle() (Result, error) {
+func (r *redisRun) workerIdle() (report.Result, error) {
 	o := r.o
-	res := Result{Name: "worker/idle", Kind: "idle", Mode: "idle", Items: o.consumers, HeapPerItem: -1}
+	res := report.Result{Name: "worker/idle", Kind: "idle", Mode: "idle", Items: o.consumers, HeapPerItem: -1}
 	q, err := r.newQueue("worker-idle", redisq.WithWakeCap(o.wakeCap))
 	if err != nil {
 		res.Note = err.Error()
@@ -77,7 +78,7 @@ func (r *redisRun) workerIdle() (Result, error) {
 		errs.CompareAndSwap(nil, fmt.Errorf("idle phase: an item was delivered"))
 	}, &errs)
 	time.Sleep(min(time.Second, o.wakeCap/2)) // the first claim and wait
-	s0, cpu0, t0 := snapServer(r.ctx, r.c), cpuTime(), time.Now()
+	s0, cpu0, t0 := snapServer(r.ctx, r.c), report.CPUTime(), time.Now()
 	select {
 	case <-time.After(o.idleFor):
 	case <-r.ctx.Done():
@@ -85,11 +86,11 @@ func (r *redisRun) workerIdle() (Result, error) {
 	el := time.Since(t0)
 	s1 := snapServer(r.ctx, r.c)
 	res.IdleSeconds = el.Seconds()
-	res.CPUSeconds = (cpuTime() - cpu0).Seconds()
-	res.setIdle(s0, s1, el)
+	res.CPUSeconds = (report.CPUTime() - cpu0).Seconds()
+	setIdle(&res, s0, s1, el)
 	stop()
 	if err, _ := errs.Load().(error); err != nil {
-		res.Note = joinNote(res.Note, err.Error())
+		res.Note = report.JoinNote(res.Note, err.Error())
 		return res, err
 	}
 	return res, nil

@@ -15,29 +15,12 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/bench/internal/redisprobe"
+	"github.com/dq-go/delayqueue/bench/internal/report"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
 
 // -impl redis: the Redis backend, measured in phases (see the package doc).
-
-// RedisIdle is the idle phase's command count (Result.RedisIdle).
-type RedisIdle struct {
-	WakeCapNs int64 `json:"wake_cap_ns"`
-	// Per consumer, over the measured idle time: blocking waits sent
-	// (BZPOPMIN), claim scripts (EVALSHA/EVAL) and anything else.
-	BZPopMin []int64 `json:"bzpopmin"`
-	Claims   []int64 `json:"claims"`
-	Other    []int64 `json:"other"`
-	// MeanWaitNs is the mean time one BZPOPMIN blocked (those that ended
-	// within the measured time).
-	MeanWaitNs int64 `json:"mean_wait_ns"`
-	// Server-wide INFO commandstats deltas over the same time (-1: not
-	// available); equal to the sums above on a server nobody else uses.
-	ServerBZPopMin int64 `json:"server_bzpopmin"`
-	ServerEval     int64 `json:"server_evalsha"`
-	Pass           bool  `json:"pass"`
-}
 
 // redisRun is the state shared by the phases of one -impl redis run.
 type redisRun struct {
@@ -61,32 +44,26 @@ func (o *options) redisImpls() []string {
 	return r
 }
 
-func (o *options) isRedis() bool { return len(o.redisImpls()) > 0 }
-
+// checkRedis checks the flags of -impl redis, worker and asynq.
 func (o *options) checkRedis() error {
-	if !o.isRedis() {
-		return nil
+	for _, s := range strings.Split(o.impl, ",") {
+		switch s {
+		case "redis", "worker", "asynq":
+		case "delayqueue", "afterfunc", "heapcond", "floor", "all":
+			return report.WrongCommand{Impl: s, Where: "in process", Command: "dqbench"}
+		default:
+			return fmt.Errorf("unknown -impl %q", s)
+		}
 	}
-	if len(o.redisImpls()) != len(strings.Split(o.impl, ",")) {
-		return fmt.Errorf("-impl redis, worker and asynq cannot be combined with in-process implementations")
-	}
-	if !o.set["mode"] {
-		o.mode = "steady"
-	}
-	if o.mode == "burst" {
+	switch o.mode {
+	case "steady", "idle":
+	case "burst":
 		return fmt.Errorf("-impl redis: -mode burst is not supported (a million items over one second is not a Redis workload); use -mode steady (lateness at -rate, plus the backlog and idle phases) or -mode idle")
+	default:
+		return fmt.Errorf("unknown -mode %q", o.mode)
 	}
-	if !o.set["rate"] {
-		o.rate = 1000
-	}
-	if !o.set["consumers"] {
-		o.consumers = 4
-	}
-	if !o.set["batch"] {
-		o.batch = 1
-	}
-	if !o.set["idle"] {
-		o.idleFor = 5 * time.Second
+	if o.producers <= 0 || o.consumers <= 0 || o.rate <= 0 {
+		return fmt.Errorf("-producers, -consumers and -rate must be > 0")
 	}
 	if o.batch > redisq.MaxBatch {
 		return fmt.Errorf("-impl redis: -batch %d > %d", o.batch, redisq.MaxBatch)
@@ -103,7 +80,8 @@ func (o *options) checkRedis() error {
 	return nil
 }
 
-func (o *options) redisTitle(take, pay string) string {
+func (o *options) redisTitle() string {
+	take, pay := report.TitleParts(o.batch, o.payload)
 	if o.batch > 1 {
 		take += "+AckMany"
 	} else {
@@ -116,7 +94,7 @@ func (o *options) redisTitle(take, pay string) string {
 	var ph []string
 	if o.redisItems > 0 {
 		ph = append(ph, fmt.Sprintf("backlog: %s items enqueued by %d producers, drained by %d consumers",
-			group(int64(o.redisItems)), o.backlogProducers(), o.consumers))
+			report.Group(int64(o.redisItems)), o.backlogProducers(), o.consumers))
 	}
 	if o.idleFor > 0 {
 		ph = append(ph, idle)
@@ -126,7 +104,7 @@ func (o *options) redisTitle(take, pay string) string {
 		delay = o.delay.String() + "-" + o.delayMax.String()
 	}
 	ph = append(ph, fmt.Sprintf("steady: %s items/s, each due %s after EnqueueAfter, for %v; %d producer(s), %d consumer(s)",
-		group(int64(o.rate)), delay, o.duration, o.producers, o.consumers))
+		report.Group(int64(o.rate)), delay, o.duration, o.producers, o.consumers))
 	how := ""
 	if slices.Contains(o.redisImpls(), "redis") {
 		how = take // the consumer loops of -impl redis
@@ -149,7 +127,7 @@ func (o *options) backlogProducers() int {
 
 // runRedis connects, runs the phases and deletes the queues' keys. It
 // returns the results gathered so far with the first error.
-func runRedis(o *options, meta *Meta) ([]Result, error) {
+func runRedis(o *options, meta *report.Meta) ([]report.Result, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	h := &redisprobe.CountHook{}
@@ -164,7 +142,7 @@ func runRedis(o *options, meta *Meta) ([]Result, error) {
 		prefix: "dqbench-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"}
 	defer func() {
 		if n := run.cleanup(); n > 0 {
-			fmt.Fprintf(os.Stderr, "dqbench: %d keys %s* left behind\n", n, run.prefix)
+			o.Warnf("%d keys %s* left behind", n, run.prefix)
 		}
 	}()
 
@@ -172,10 +150,10 @@ func runRedis(o *options, meta *Meta) ([]Result, error) {
 	// machine in about the same state.
 	type phase struct {
 		impl string
-		run  func() ([]Result, error)
+		run  func() ([]report.Result, error)
 	}
 	var phases []phase
-	add := func(redis, worker, asynq func() ([]Result, error)) {
+	add := func(redis, worker, asynq func() ([]report.Result, error)) {
 		for _, impl := range o.redisImpls() {
 			switch impl {
 			case "redis":
@@ -196,19 +174,19 @@ func runRedis(o *options, meta *Meta) ([]Result, error) {
 	if o.mode == "steady" {
 		add(one(run.steady), one(run.workerSteady), run.asynqSteady)
 	}
-	var rs []Result
+	var rs []report.Result
 	for _, ph := range phases {
 		// Each phase starts with a compact AOF and no rewrite running, so
 		// that the rewrite the phases before triggered does not land on
 		// this one (a fork competing for the CPU).
 		before, err := run.quiesceAOF()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "dqbench:", err)
+			o.Warnf("%v", err)
 		}
 		r, err := ph.run()
 		if n := run.aofRewrites() - before; before >= 0 && n > 0 {
 			for i := range r {
-				r[i].Note = joinNote(r[i].Note, fmt.Sprintf("%d AOF rewrite(s) ran during this phase (a fork: expect it slower)", n))
+				r[i].Note = report.JoinNote(r[i].Note, fmt.Sprintf("%d AOF rewrite(s) ran during this phase (a fork: expect it slower)", n))
 			}
 		}
 		rs = append(rs, r...)
@@ -276,10 +254,10 @@ func (r *redisRun) quiesceAOF() (int64, error) {
 	return r.aofRewrites(), err
 }
 
-func one(f func() (Result, error)) func() ([]Result, error) {
-	return func() ([]Result, error) {
+func one(f func() (report.Result, error)) func() ([]report.Result, error) {
+	return func() ([]report.Result, error) {
 		r, err := f()
-		return []Result{r}, err
+		return []report.Result{r}, err
 	}
 }
 
@@ -486,9 +464,9 @@ func payload(o *options, i int) []byte {
 // backlog: enqueue throughput, then delivered+acked throughput draining the
 // backlog with o.consumers consumers; with -redis-batch, again with
 // EnqueueMany and TakeBatch+AckMany, and with EnqueueAfter and AckTake.
-func (r *redisRun) backlog() ([]Result, error) {
+func (r *redisRun) backlog() ([]report.Result, error) {
 	res, err := r.backlogWith("redis/backlog", 1, r.o.batch)
-	rs := []Result{res}
+	rs := []report.Result{res}
 	if err != nil || r.o.redisBatch <= 1 {
 		return rs, err
 	}
@@ -504,10 +482,10 @@ func (r *redisRun) backlog() ([]Result, error) {
 // backlogWith runs one backlog phase: producers enqueue in batches of
 // enq (1: Enqueue, else EnqueueMany), consumers take batches of take
 // (1: Take+Ack, 0: AckTake, -1: a redisq.Worker, else TakeBatch+AckMany).
-func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
+func (r *redisRun) backlogWith(name string, enq, take int) (report.Result, error) {
 	o := r.o
 	n := o.redisItems
-	res := Result{Name: name, Kind: "queue", Mode: "backlog", Items: n, HeapPerItem: -1}
+	res := report.Result{Name: name, Kind: "queue", Mode: "backlog", Items: n, HeapPerItem: -1}
 	phase := strings.ReplaceAll(name, "/", "-")
 	q, err := r.newQueue(phase)
 	if err != nil {
@@ -527,9 +505,9 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	defer pq.Close()
 	var offered, delivered atomic.Int64
 	start := time.Now()
-	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
+	stopProgress := o.Progress(res.Name, n, &offered, &delivered, start)
 	defer stopProgress()
-	cpu0, s0 := cpuTime(), snapServer(r.ctx, r.c)
+	cpu0, s0 := report.CPUTime(), snapServer(r.ctx, r.c)
 
 	// Enqueue as fast as the producers can, all items due at once.
 	err = produceAll(o.backlogProducers(), n, enq, func(lo, hi int) error {
@@ -583,13 +561,13 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	select {
 	case <-allDone:
 	case <-time.After(limit):
-		res.Note = joinNote(res.Note, "timed out draining")
+		res.Note = report.JoinNote(res.Note, "timed out draining")
 	case <-r.ctx.Done():
 	}
 	// Delivered+acked: the last consumer to finish its ack ends the phase.
 	stop()
 	drain := time.Since(d0)
-	res.CPUSeconds = (cpuTime() - cpu0).Seconds()
+	res.CPUSeconds = (report.CPUTime() - cpu0).Seconds()
 	res.Delivered = int(delivered.Load())
 	res.Duplicates = int(dups.Load())
 	res.DeliverRate = float64(res.Delivered) / drain.Seconds()
@@ -608,15 +586,15 @@ func (r *redisRun) backlogWith(name string, enq, take int) (Result, error) {
 	if enq > 1 {
 		put = fmt.Sprintf("EnqueueMany(%d)", enq)
 	}
-	res.Note = joinNote(res.Note, fmt.Sprintf("offer/s = %s by %d producers, each its own loop (%v), deliver/s = %s by %d consumers (%v); CPU: this process's, per item enqueued+taken+acked",
+	res.Note = report.JoinNote(res.Note, fmt.Sprintf("offer/s = %s by %d producers, each its own loop (%v), deliver/s = %s by %d consumers (%v); CPU: this process's, per item enqueued+taken+acked",
 		put, o.backlogProducers(), el.Round(time.Millisecond), how, o.consumers, drain.Round(time.Millisecond)))
-	res.setServer(n, s0, s1, snapServer(r.ctx, r.c))
+	setServer(&res, n, s0, s1, snapServer(r.ctx, r.c))
 	if err, _ := errs.Load().(error); err != nil {
-		res.Note = joinNote(res.Note, err.Error())
+		res.Note = report.JoinNote(res.Note, err.Error())
 		return res, err
 	}
 	if res.Delivered < n {
-		res.Note = joinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
 	}
 	return res, nil
 }
@@ -704,7 +682,7 @@ func (o *options) waitTail(ctx context.Context, done <-chan struct{}, start time
 
 // steady: lateness at o.rate items/s, with Take+Ack (or TakeBatch+AckMany)
 // consumers.
-func (r *redisRun) steady() (Result, error) {
+func (r *redisRun) steady() (report.Result, error) {
 	return r.steadyWith("redis", func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func() {
 		var cwg sync.WaitGroup
 		for c := range r.o.consumers {
@@ -721,10 +699,10 @@ func (r *redisRun) steady() (Result, error) {
 // steadyWith runs the steady phase as name, with the consumers that
 // consume starts: they hand each delivery to got with its receive instant,
 // until ctx is done, and the function consume returns waits for them.
-func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func()) (Result, error) {
+func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func()) (report.Result, error) {
 	o := r.o
 	n := int(o.rate * o.duration.Seconds())
-	res := Result{Name: name, Kind: "queue", Mode: "steady", Items: n, HeapPerItem: -1}
+	res := report.Result{Name: name, Kind: "queue", Mode: "steady", Items: n, HeapPerItem: -1}
 	off0, rtt0, err := redisprobe.Calibrate(r.ctx, r.c, 200)
 	if err != nil {
 		res.Note = err.Error()
@@ -753,8 +731,8 @@ func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *
 	h.Reset(o.consumers + o.producers) // consumers 0.., then producers
 	s0 := snapServer(r.ctx, r.c)
 	start := time.Now()
-	stopProgress := progress(o, res.Name, n, &offered, &delivered, start)
-	cpu0 := cpuTime()
+	stopProgress := o.Progress(res.Name, n, &offered, &delivered, start)
+	cpu0 := report.CPUTime()
 
 	wait := consume(ctx, q, func(recv time.Time, ms []*redisq.Message) {
 		since := int64(recv.Sub(start))
@@ -790,9 +768,9 @@ func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *
 	// Wait for the tail (at least the last item's delay plus 5s, even when
 	// the producers fell behind -rate).
 	if !o.waitTail(r.ctx, allDone, start) {
-		res.Note = joinNote(res.Note, "timed out waiting for deliveries")
+		res.Note = report.JoinNote(res.Note, "timed out waiting for deliveries")
 	}
-	cpu1 := cpuTime()
+	cpu1 := report.CPUTime()
 	cancel()
 	wait()
 	stopProgress()
@@ -830,15 +808,15 @@ func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *
 	if len(ls) > 0 && last > first {
 		res.DeliverRate = float64(len(ls)) / (float64(last-first) / 1e9)
 	}
-	res.setLateness(ls)
-	res.Note = joinNote(res.Note, fmt.Sprintf("delivered early: %d (must be 0: claimed before Redis TIME at the EnqueueAfter call + delay, to within ±%v)",
+	res.SetLateness(ls)
+	res.Note = report.JoinNote(res.Note, fmt.Sprintf("delivered early: %d (must be 0: claimed before Redis TIME at the EnqueueAfter call + delay, to within ±%v)",
 		res.Early, unc.Round(time.Microsecond)))
-	res.Note = joinNote(res.Note, fmt.Sprintf("lateness = receive instant on the Redis clock - Message.Due (ms); clock offset from min-RTT TIME round trips: RTT %v before, %v after, offset drift %v over the run: uncertainty about ±%v",
+	res.Note = report.JoinNote(res.Note, fmt.Sprintf("lateness = receive instant on the Redis clock - Message.Due (ms); clock offset from min-RTT TIME round trips: RTT %v before, %v after, offset drift %v over the run: uncertainty about ±%v",
 		rtt0.Round(time.Microsecond), rtt1.Round(time.Microsecond), (off1-off0).Round(time.Microsecond), unc.Round(time.Microsecond)))
 	if len(rs) > 0 {
 		slices.Sort(rs)
-		q := func(p float64) string { return dur(rs[int(p*float64(len(rs)-1))]) }
-		res.Note = joinNote(res.Note, fmt.Sprintf("by Redis TIME alone (claim script TIME - due, 1ms resolution): p50 %s, p99 %s, p99.9 %s, max %s",
+		q := func(p float64) string { return report.Dur(rs[int(p*float64(len(rs)-1))]) }
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("by Redis TIME alone (claim script TIME - due, 1ms resolution): p50 %s, p99 %s, p99.9 %s, max %s",
 			q(0.5), q(0.99), q(0.999), q(1)))
 	}
 	if res.Lateness != nil && o.rate == 1000 {
@@ -846,24 +824,24 @@ func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *
 		if res.Delivered < n || res.Lateness.P99 > int64(10*time.Millisecond) {
 			verdict = "FAIL"
 		}
-		res.Note = joinNote(res.Note, fmt.Sprintf("target p99 <= 10ms at 1,000 items/s, all delivered: %s", verdict))
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("target p99 <= 10ms at 1,000 items/s, all delivered: %s", verdict))
 	}
 	if o.rate > 0 && res.OfferRate < 0.95*o.rate {
-		res.Note = joinNote(res.Note, fmt.Sprintf("the producers fell behind -rate (%s/s offered)", rate(res.OfferRate)))
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("the producers fell behind -rate (%s/s offered)", report.Rate(res.OfferRate)))
 	}
-	res.setServer(res.Delivered, s0, s1)
+	setServer(&res, res.Delivered, s0, s1)
 	if s := perItemNote(h, o, res.Delivered); s != "" {
-		res.Note = joinNote(res.Note, s)
+		res.Note = report.JoinNote(res.Note, s)
 	}
 	if st, err := q.Stats(r.ctx); err == nil {
-		res.Note = joinNote(res.Note, fmt.Sprintf("redisq stats: enqueued %d, delivered %d, acked %d, expired %d, in flight %d, scheduled %d",
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("redisq stats: enqueued %d, delivered %d, acked %d, expired %d, in flight %d, scheduled %d",
 			st.Counters["enqueued"], st.Counters["delivered"], st.Counters["acked"], st.Counters["expired"], st.InFlight, st.Scheduled))
 	}
 	if res.Delivered < n {
-		res.Note = joinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))
 	}
 	if err, _ := errs.Load().(error); err != nil {
-		res.Note = joinNote(res.Note, err.Error())
+		res.Note = report.JoinNote(res.Note, err.Error())
 		return res, err
 	}
 	return res, nil
@@ -877,10 +855,10 @@ func absDur(d time.Duration) time.Duration {
 }
 
 // idle: consumers blocked with nothing due; count what each sends.
-func (r *redisRun) idle() (Result, error) {
+func (r *redisRun) idle() (report.Result, error) {
 	o := r.o
-	res := Result{Name: "redis/idle", Kind: "idle", Mode: "idle", Items: o.consumers, HeapPerItem: -1}
-	ri := &RedisIdle{WakeCapNs: int64(o.wakeCap), ServerBZPopMin: -1, ServerEval: -1}
+	res := report.Result{Name: "redis/idle", Kind: "idle", Mode: "idle", Items: o.consumers, HeapPerItem: -1}
+	ri := &report.RedisIdle{WakeCapNs: int64(o.wakeCap), ServerBZPopMin: -1, ServerEval: -1}
 	res.RedisIdle = ri
 	q, err := r.newQueue("idle", redisq.WithWakeCap(o.wakeCap))
 	if err != nil {
@@ -937,18 +915,18 @@ func (r *redisRun) idle() (Result, error) {
 	s0 := snapServer(r.ctx, r.c)
 	calls0 := s0.calls
 	bz0, cl0, ot0, wn0, w0 := snap()
-	cpu0 := cpuTime()
+	cpu0 := report.CPUTime()
 	t0 := time.Now()
 	select {
 	case <-time.After(o.idleFor):
 	case <-r.ctx.Done():
 	}
 	el := time.Since(t0)
-	cpu1 := cpuTime()
+	cpu1 := report.CPUTime()
 	bz1, cl1, ot1, wn1, w1 := snap()
 	s1 := snapServer(r.ctx, r.c)
 	calls1 := s1.calls
-	res.setIdle(s0, s1, el)
+	setIdle(&res, s0, s1, el)
 	cancel()
 	wg.Wait()
 
@@ -977,7 +955,7 @@ func (r *redisRun) idle() (Result, error) {
 	}
 	ri.Pass = pass
 	if err, _ := errs.Load().(error); err != nil {
-		res.Note = joinNote(res.Note, err.Error())
+		res.Note = report.JoinNote(res.Note, err.Error())
 		return res, err
 	}
 	return res, nil

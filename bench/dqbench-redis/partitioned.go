@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dq-go/delayqueue/bench/internal/report"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/dq-go/delayqueue/redisq/redistest"
 	"github.com/redis/go-redis/v9"
@@ -29,13 +30,13 @@ import (
 // A queue's capacity ceiling is one second of its busiest master's main
 // thread divided by the main-thread CPU time (INFO cpu,
 // used_cpu_sys_main_thread + used_cpu_user_main_thread) that master spends
-// per item delivered and acked. On a Cluster of M masters dqbench measures
-// it for an ordinary Queue, a 1-partition and an M-partition Partitioned,
-// each with an AckTake loop (capAckTakeConsumers consumers) and a
-// TakeBatch(-redis-batch)+AckMany loop (capBatchConsumers consumers), and
-// reads every master's INFO cpu and INFO commandstats before and after each
-// delivery (the enqueueing is not measured). The masters must serve nothing
-// else meanwhile.
+// per item delivered and acked. On a Cluster of M masters dqbench-redis
+// measures it for an ordinary Queue, a 1-partition and an M-partition
+// Partitioned, each with an AckTake loop (capAckTakeConsumers consumers)
+// and a TakeBatch(-redis-batch)+AckMany loop (capBatchConsumers
+// consumers), and reads every master's INFO cpu and INFO commandstats
+// before and after each delivery (the enqueueing is not measured). The
+// masters must serve nothing else meanwhile.
 //
 // Masters that share cores (fewer cores than masters plus the client) each
 // spend more CPU per command when all are busy, as with M partitions, than
@@ -53,48 +54,6 @@ const (
 	capAckTakeConsumers = 32
 	capBatchConsumers   = 8
 )
-
-// CapacityReport is -impl partitioned's result (Report.Capacity).
-type CapacityReport struct {
-	Cluster    string           `json:"cluster"` // how it was obtained: local (started by dqbench) or given
-	Masters    []CapacityMaster `json:"masters"` // in slot order: m1, m2, ...
-	Partitions int              `json:"partitions"`
-	Items      int              `json:"items"` // per queue and run
-	Rounds     int              `json:"rounds"`
-	Loops      []CapacityLoop   `json:"loops"`
-}
-
-// CapacityMaster is one master of the cluster.
-type CapacityMaster struct {
-	Name  string `json:"name"` // m1, m2, ... in the tables
-	Addr  string `json:"addr"`
-	Slots string `json:"slots"` // e.g. "0-5460"
-}
-
-// CapacityLoop is one consumer loop's measurements.
-type CapacityLoop struct {
-	Name      string        `json:"name"`  // e.g. "AckTake"
-	Batch     int           `json:"batch"` // 0: AckTake, else TakeBatch(Batch)+AckMany
-	Consumers int           `json:"consumers"`
-	Configs   []CapacityRun `json:"configs"` // ordinary queue, 1 partition, M partitions, 1 partition under equal load
-}
-
-// CapacityRun is one configuration's median round.
-type CapacityRun struct {
-	Config string `json:"config"`
-	Queues int    `json:"queues"` // delivered at the same time (equal load: one per master)
-	Items  int    `json:"items"`  // per queue
-	WallNs int64  `json:"wall_ns"`
-	// Per master, in CapacityReport.Masters' order: main-thread CPU and
-	// commands (INFO commandstats, scripts' own calls included, INFO
-	// excluded) per item; under equal load, per item of the queue on that
-	// master.
-	CPUPerItemNs []float64 `json:"cpu_ns_per_item"`
-	CmdsPerItem  []float64 `json:"cmds_per_item"`
-	BusiestNs    float64   `json:"busiest_cpu_ns_per_item"`
-	// Every round's busiest master CPU per item, in round order.
-	RoundsNs []float64 `json:"rounds_busiest_ns"`
-}
 
 // capConfigs names the configurations of a cluster of m masters.
 func capConfigs(m int) (plain, one, many, equal string) {
@@ -147,7 +106,7 @@ func (o *options) partitionedTitle() string {
 		loops += fmt.Sprintf(" and TakeBatch(%d)+AckMany (%d consumers)", o.redisBatch, capBatchConsumers)
 	}
 	return fmt.Sprintf("partitioned capacity %s: an ordinary queue, 1 partition, one partition per master, and 1 partition under equal load; %s items per queue delivered by %s; median of %d round(s)",
-		where, group(int64(o.redisItems)), loops, o.rounds)
+		where, report.Group(int64(o.redisItems)), loops, o.rounds)
 }
 
 // capacityRun is the state of one -impl partitioned run.
@@ -155,7 +114,7 @@ type capacityRun struct {
 	o        *options
 	ctx      context.Context
 	cc       *redis.ClusterClient
-	masters  []CapacityMaster
+	masters  []report.CapacityMaster
 	masterOf func(slot int) string
 	prefix   string // queue names: prefix + sequence number
 	seq      int
@@ -171,10 +130,10 @@ type capSample struct {
 // runPartitioned starts the local cluster or connects to the given one,
 // measures every configuration -rounds times and closes the local cluster.
 // It returns the medians of what it measured with the first error.
-func runPartitioned(o *options, meta *Meta) (*CapacityReport, error) {
+func runPartitioned(o *options, meta *report.Meta) (*report.CapacityReport, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep := &CapacityReport{Items: o.redisItems, Rounds: o.rounds}
+	rep := &report.CapacityReport{Items: o.redisItems, Rounds: o.rounds}
 	var addrs []string
 	if o.localCluster > 0 {
 		status(o, "starting a local Redis Cluster of %d masters (redis-server, redis-cli --cluster create)", o.localCluster)
@@ -184,7 +143,7 @@ func runPartitioned(o *options, meta *Meta) (*CapacityReport, error) {
 		}
 		defer cl.Close()
 		addrs = cl.Addrs()
-		rep.Cluster = fmt.Sprintf("local: %d masters started by dqbench, no replicas, no persistence, closed at the end", o.localCluster)
+		rep.Cluster = fmt.Sprintf("local: %d masters started by dqbench-redis, no replicas, no persistence, closed at the end", o.localCluster)
 	} else {
 		for _, a := range strings.Split(o.clusterAddrs, ",") {
 			if a = strings.TrimSpace(a); a != "" {
@@ -225,10 +184,10 @@ func runPartitioned(o *options, meta *Meta) (*CapacityReport, error) {
 	plain, one, many, equal := capConfigs(len(masters))
 	configs := []string{plain, one, many, equal}
 	samples := map[string][]capSample{} // by loop name + "/" + config
-	finish := func() *CapacityReport {
+	finish := func() *report.CapacityReport {
 		rep.Loops = nil
 		for _, l := range loops {
-			cl := CapacityLoop{Name: l.name, Batch: l.batch, Consumers: l.consumers}
+			cl := report.CapacityLoop{Name: l.name, Batch: l.batch, Consumers: l.consumers}
 			for _, cfg := range configs {
 				ss := samples[l.name+"/"+cfg]
 				if len(ss) == 0 {
@@ -251,7 +210,7 @@ func runPartitioned(o *options, meta *Meta) (*CapacityReport, error) {
 				}
 				samples[l.name+"/"+cfg] = append(samples[l.name+"/"+cfg], s)
 				status(o, "round %d/%d  %-22s %-34s %s items in %v, busiest master %s CPU per item",
-					round+1, o.rounds, l.name, cfg, group(int64(o.redisItems)), s.wall.Round(time.Millisecond), dur(int64(s.busiestNs)))
+					round+1, o.rounds, l.name, cfg, report.Group(int64(o.redisItems)), s.wall.Round(time.Millisecond), report.Dur(int64(s.busiestNs)))
 			}
 		}
 	}
@@ -260,20 +219,20 @@ func runPartitioned(o *options, meta *Meta) (*CapacityReport, error) {
 
 // status prints a progress line on stderr unless -quiet.
 func status(o *options, format string, args ...any) {
-	if !o.quiet {
-		fmt.Fprintf(os.Stderr, "dqbench: "+format+"\n", args...)
+	if !o.Quiet {
+		o.Warnf(format, args...)
 	}
 }
 
 // clusterMasters reads CLUSTER SLOTS: the masters in the order of their
 // first slot, and a function from a slot to its master's address.
-func clusterMasters(ctx context.Context, cc *redis.ClusterClient) ([]CapacityMaster, func(int) string, error) {
+func clusterMasters(ctx context.Context, cc *redis.ClusterClient) ([]report.CapacityMaster, func(int) string, error) {
 	slots, err := cc.ClusterSlots(ctx).Result()
 	if err != nil {
 		return nil, nil, err
 	}
 	slices.SortFunc(slots, func(a, b redis.ClusterSlot) int { return a.Start - b.Start })
-	var ms []CapacityMaster
+	var ms []report.CapacityMaster
 	idx := map[string]int{}
 	for _, s := range slots {
 		if len(s.Nodes) == 0 {
@@ -284,7 +243,7 @@ func clusterMasters(ctx context.Context, cc *redis.ClusterClient) ([]CapacityMas
 		if !ok {
 			i = len(ms)
 			idx[a] = i
-			ms = append(ms, CapacityMaster{Name: "m" + strconv.Itoa(i+1), Addr: a})
+			ms = append(ms, report.CapacityMaster{Name: "m" + strconv.Itoa(i+1), Addr: a})
 		}
 		r := strconv.Itoa(s.Start)
 		if s.End != s.Start {
@@ -325,7 +284,7 @@ func (r *capacityRun) measure(config string, consumers, batch int, equal bool, p
 		for _, q := range qs {
 			_ = q.Close()
 			if _, err := q.Destroy(ctx); err != nil && !errors.Is(err, redisq.ErrNoQueue) {
-				fmt.Fprintf(os.Stderr, "dqbench: destroying a queue of %s*: %v\n", base, err)
+				r.o.Warnf("destroying a queue of %s*: %v", base, err)
 			}
 		}
 	}()
@@ -544,7 +503,7 @@ func (r *capacityRun) counters() (map[string]serverSnap, error) {
 // capMedian returns the median of a configuration's samples, ordered by
 // the busiest master's CPU per item (the upper middle one of an even
 // count).
-func capMedian(config string, equal bool, masters, items int, ss []capSample) CapacityRun {
+func capMedian(config string, equal bool, masters, items int, ss []capSample) report.CapacityRun {
 	sorted := slices.Clone(ss)
 	slices.SortStableFunc(sorted, func(a, b capSample) int {
 		switch {
@@ -556,7 +515,7 @@ func capMedian(config string, equal bool, masters, items int, ss []capSample) Ca
 		return 0
 	})
 	m := sorted[len(sorted)/2]
-	r := CapacityRun{Config: config, Queues: 1, Items: items, WallNs: int64(m.wall),
+	r := report.CapacityRun{Config: config, Queues: 1, Items: items, WallNs: int64(m.wall),
 		CPUPerItemNs: m.cpu, CmdsPerItem: m.cmds, BusiestNs: m.busiestNs}
 	if equal {
 		r.Queues = masters
@@ -570,7 +529,7 @@ func capMedian(config string, equal bool, masters, items int, ss []capSample) Ca
 // writeCapacity prints -impl partitioned's tables: per loop, every
 // configuration's CPU and commands per item on each master, then the
 // ratios of the capacity ceilings.
-func writeCapacity(w io.Writer, o *options, rep *CapacityReport) {
+func writeCapacity(w io.Writer, o *options, rep *report.CapacityReport) {
 	var legend []string
 	for _, m := range rep.Masters {
 		legend = append(legend, fmt.Sprintf("%s %s (slots %s)", m.Name, m.Addr, m.Slots))
@@ -585,22 +544,22 @@ func writeCapacity(w io.Writer, o *options, rep *CapacityReport) {
 			head = append(head, m.Name+" CPU", m.Name+" cmds")
 		}
 		head = append(head, "busiest", "rounds min-max", "ceiling", "rate here")
-		t := table{md: o.md, head: head}
+		t := report.Table{MD: o.MD, Head: head}
 		for _, c := range l.Configs {
 			row := []string{c.Config}
 			busiest := ""
 			for i, m := range rep.Masters {
-				row = append(row, dur(int64(c.CPUPerItemNs[i])), strconv.FormatFloat(c.CmdsPerItem[i], 'f', 2, 64))
+				row = append(row, report.Dur(int64(c.CPUPerItemNs[i])), strconv.FormatFloat(c.CmdsPerItem[i], 'f', 2, 64))
 				if busiest == "" && c.CPUPerItemNs[i] == c.BusiestNs {
 					busiest = m.Name + " "
 				}
 			}
 			lo, hi := slices.Min(c.RoundsNs), slices.Max(c.RoundsNs)
-			row = append(row, busiest+dur(int64(c.BusiestNs)), dur(int64(lo))+"-"+dur(int64(hi)),
-				rate(1e9/max(c.BusiestNs, 1))+"/s", rate(float64(c.Items)/time.Duration(c.WallNs).Seconds())+"/s")
-			t.add(row)
+			row = append(row, busiest+report.Dur(int64(c.BusiestNs)), report.Dur(int64(lo))+"-"+report.Dur(int64(hi)),
+				report.Rate(1e9/max(c.BusiestNs, 1))+"/s", report.Rate(float64(c.Items)/time.Duration(c.WallNs).Seconds())+"/s")
+			t.Add(row)
 		}
-		t.write(w)
+		t.Write(w)
 		fmt.Fprintln(w)
 	}
 
@@ -610,7 +569,7 @@ func writeCapacity(w io.Writer, o *options, rep *CapacityReport) {
 		head = append(head, l.Name)
 	}
 	head = append(head, "target", "met")
-	t := table{md: o.md, head: head}
+	t := report.Table{MD: o.MD, Head: head}
 	ratioRow := func(name, of string, goal float64) {
 		row := []string{name}
 		met, known := true, true
@@ -634,7 +593,7 @@ func writeCapacity(w io.Writer, o *options, rep *CapacityReport) {
 		} else {
 			row = append(row, "", "")
 		}
-		t.add(row)
+		t.Add(row)
 	}
 	// Issue 19: with 3 masters, 3 partitions >= 2.5x one master's ceiling,
 	// measured with the masters equally loaded (see the note below).
@@ -645,11 +604,11 @@ func writeCapacity(w io.Writer, o *options, rep *CapacityReport) {
 	ratioRow(many+" / "+one+" alone", one, 0)
 	ratioRow(many+" / "+equal, equal, goal)
 	ratioRow(many+" / "+plain, plain, 0)
-	t.write(w)
+	t.Write(w)
 	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "note: each row is its median round of %d by the busiest master's CPU per item (rounds: the lowest and highest of all rounds); %s items per queue, enqueued before the measurement (EnqueueMany, not measured)\n",
-		rep.Rounds, group(int64(rep.Items)))
+		rep.Rounds, report.Group(int64(rep.Items)))
 	fmt.Fprintf(w, "note: %s: %d 1-partition queues, one on each master, delivered at the same time; each master's figures are per item of its own queue, rate here per queue\n", equal, rep.Partitions)
 	fmt.Fprintf(w, "note: rate here = items / wall time on this machine (%d CPUs shared by %d masters and this client): it does not scale with the masters; the ceilings and per-master CPU do\n",
 		runtime.NumCPU(), len(rep.Masters))
@@ -661,7 +620,7 @@ func writeCapacity(w io.Writer, o *options, rep *CapacityReport) {
 }
 
 // capFind returns the configuration named config of l, or nil.
-func capFind(l CapacityLoop, config string) *CapacityRun {
+func capFind(l report.CapacityLoop, config string) *report.CapacityRun {
 	for i := range l.Configs {
 		if l.Configs[i].Config == config {
 			return &l.Configs[i]

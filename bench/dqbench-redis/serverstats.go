@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dq-go/delayqueue/bench/internal/report"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -46,10 +47,10 @@ func (s serverSnap) cpuSince(s0 serverSnap) time.Duration {
 	return s.cpu - s0.cpu
 }
 
-// setServer records what the server spent on items, from the first snapshot
+// setServer records in r what the server spent on items, from the first snapshot
 // to the last, per item. With three snapshots (before, between enqueueing
 // and consuming, after), the note splits the commands between the two.
-func (r *Result) setServer(items int, snaps ...serverSnap) {
+func setServer(r *report.Result, items int, snaps ...serverSnap) {
 	first, last := snaps[0], snaps[len(snaps)-1]
 	cmds, cpu := last.commandsSince(first), last.cpuSince(first)
 	r.ServerCmds, r.ServerCPUNs = cmds, int64(cpu)
@@ -62,23 +63,23 @@ func (r *Result) setServer(items int, snaps ...serverSnap) {
 		r.ServerCPUPerItemNs = float64(cpu) / float64(items)
 	}
 	note := fmt.Sprintf("redis-server: %s commands per item (INFO commandstats, scripts' own calls included), CPU %s per item (INFO cpu; %s in all)",
-		per(cmds), dur(int64(r.ServerCPUPerItemNs)), dur(int64(cpu)))
+		per(cmds), report.Dur(int64(r.ServerCPUPerItemNs)), report.Dur(int64(cpu)))
 	if len(snaps) == 3 {
 		note += fmt.Sprintf("; of the commands, %s per item while enqueueing, %s while consuming",
 			per(snaps[1].commandsSince(first)), per(last.commandsSince(snaps[1])))
 	}
-	r.Note = joinNote(r.Note, note)
+	r.Note = report.JoinNote(r.Note, note)
 }
 
-// setIdle records the server's commands over an idle phase of length el,
+// setIdle records in r the server's commands over an idle phase of length el,
 // per 10 s.
-func (r *Result) setIdle(s0, s1 serverSnap, el time.Duration) {
+func setIdle(r *report.Result, s0, s1 serverSnap, el time.Duration) {
 	n := s1.commandsSince(s0)
 	if n < 0 || el <= 0 {
 		return
 	}
 	r.ServerCmds = n
 	r.IdleCmdsPer10s = float64(n) * float64(10*time.Second) / float64(el)
-	r.Note = joinNote(r.Note, fmt.Sprintf("redis-server ran %d commands (scripts' own calls included) in %s idle: %.1f per 10 s",
-		n, dur(int64(el)), r.IdleCmdsPer10s))
+	r.Note = report.JoinNote(r.Note, fmt.Sprintf("redis-server ran %d commands (scripts' own calls included) in %s idle: %.1f per 10 s",
+		n, report.Dur(int64(el)), r.IdleCmdsPer10s))
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dq-go/delayqueue/bench/internal/report"
 	"github.com/dq-go/delayqueue/redisq/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +19,7 @@ func capTestOptions(t *testing.T) *options {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("redis-cli needed for a cluster")
 	}
-	o := &options{impl: "partitioned", redisItems: 300, redisBatch: 100, rounds: 1, quiet: true,
+	o := &options{impl: "partitioned", redisItems: 300, redisBatch: 100, rounds: 1, Output: report.Output{Command: "dqbench-redis", Quiet: true},
 		set: map[string]bool{"redis-items": true}}
 	return o
 }
@@ -26,7 +27,7 @@ func capTestOptions(t *testing.T) *options {
 // checkCapacityReport checks the report's shape and where each
 // configuration's commands ran: an ordinary queue and a 1-partition queue
 // on one master, 3 partitions and the equal-load queues on every master.
-func checkCapacityReport(t *testing.T, rep *CapacityReport) {
+func checkCapacityReport(t *testing.T, rep *report.CapacityReport) {
 	t.Helper()
 	if len(rep.Masters) != 3 || rep.Partitions != 3 {
 		t.Fatalf("masters %v, partitions %d; want 3", rep.Masters, rep.Partitions)
@@ -65,7 +66,7 @@ func TestPartitionedLocalCluster(t *testing.T) {
 	if err := o.checkPartitioned(); err != nil {
 		t.Fatal(err)
 	}
-	var meta Meta
+	var meta report.Meta
 	rep, err := runPartitioned(o, &meta)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestPartitionedGivenCluster(t *testing.T) {
 	if err := o.checkPartitioned(); err != nil {
 		t.Fatal(err)
 	}
-	var meta Meta
+	var meta report.Meta
 	rep, err := runPartitioned(o, &meta)
 	if err != nil {
 		t.Fatal(err)
@@ -121,15 +122,15 @@ func TestPartitionedGivenCluster(t *testing.T) {
 // from 2.5x up.
 func TestWriteCapacityRatios(t *testing.T) {
 	plain, one, many, equal := capConfigs(3)
-	run := func(config string, busiest float64) CapacityRun {
-		return CapacityRun{Config: config, Queues: 1, Items: 100, WallNs: int64(time.Second),
+	run := func(config string, busiest float64) report.CapacityRun {
+		return report.CapacityRun{Config: config, Queues: 1, Items: 100, WallNs: int64(time.Second),
 			CPUPerItemNs: []float64{busiest, 0, 0}, CmdsPerItem: []float64{1, 0, 0}, BusiestNs: busiest, RoundsNs: []float64{busiest}}
 	}
-	rep := &CapacityReport{Partitions: 3, Rounds: 1, Items: 100,
-		Masters: []CapacityMaster{{Name: "m1"}, {Name: "m2"}, {Name: "m3"}},
-		Loops: []CapacityLoop{
-			{Name: "AckTake", Consumers: 32, Configs: []CapacityRun{run(plain, 50000), run(one, 20000), run(many, 10000), run(equal, 25000)}},
-			{Name: "TakeBatch(100)+AckMany", Batch: 100, Consumers: 8, Configs: []CapacityRun{run(plain, 10000), run(one, 10000), run(many, 4000), run(equal, 9960)}},
+	rep := &report.CapacityReport{Partitions: 3, Rounds: 1, Items: 100,
+		Masters: []report.CapacityMaster{{Name: "m1"}, {Name: "m2"}, {Name: "m3"}},
+		Loops: []report.CapacityLoop{
+			{Name: "AckTake", Consumers: 32, Configs: []report.CapacityRun{run(plain, 50000), run(one, 20000), run(many, 10000), run(equal, 25000)}},
+			{Name: "TakeBatch(100)+AckMany", Batch: 100, Consumers: 8, Configs: []report.CapacityRun{run(plain, 10000), run(one, 10000), run(many, 4000), run(equal, 9960)}},
 		}}
 	var b strings.Builder
 	writeCapacity(&b, &options{}, rep)

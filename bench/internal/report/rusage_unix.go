@@ -1,14 +1,14 @@
 //go:build unix
 
-package main
+package report
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the user+system CPU time used by the process so far.
-func cpuTime() time.Duration {
+// CPUTime returns the user+system CPU time used by the process so far.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
