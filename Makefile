@@ -2,6 +2,8 @@
 # calls, is scripts/test.sh (go test -race in every module; it installs
 # redis-server when it can); `make test` runs it too.
 
+MODULES := . redisq dqprom dqweb examples cmd bench
+
 .PHONY: test vet bench-smoke example
 test:
 	@./scripts/test.sh

@@ -8,7 +8,7 @@ import (
 // A queue is a *Queue or a *Partitioned (one logical queue over several
 // ordinary ones). These interfaces are what the two share, so that code
 // that produces to, consumes from or operates either is written once; the
-// tools (dqctl, the dashboard, dqbench) use them. Calls on a Partitioned
+// tools (dqctl, the dashboard, dqbench-redis) use them. Calls on a Partitioned
 // route an id to its partition and act on every partition for the whole
 // queue (see Partitioned).
 

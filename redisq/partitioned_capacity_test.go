@@ -41,11 +41,11 @@ import (
 // 3-partition ceiling is under 2.5 times the 1-partition one measured
 // under equal load.
 //
-// dqbench makes the same Cluster measurement on any cluster and prints it
+// dqbench-redis makes the same Cluster measurement on any cluster and prints it
 // as tables (its own copy of this code: a command cannot import a test
 // file), without the one-server part:
 //
-//	go run ./cmd/dqbench -impl partitioned -local-cluster 3 -rounds 5
+//	go run ./bench/dqbench-redis -impl partitioned -local-cluster 3 -rounds 5
 func TestPartitionedCapacity(t *testing.T) {
 	if os.Getenv("REDISQ_CAPACITY") == "" {
 		t.Skip("a measurement: set REDISQ_CAPACITY=1 to run it")

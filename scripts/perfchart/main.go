@@ -58,7 +58,7 @@ type report struct {
 
 func main() {
 	out := flag.String("out", "docs/perf.svg", "SVG file to write")
-	run := flag.Bool("run", false, "run the standard dqbench workloads first (go run ./cmd/dqbench, from the module root)")
+	run := flag.Bool("run", false, "run the standard dqbench workloads first (go run ./bench/dqbench, from the repository root)")
 	keep := flag.String("keep", "", "with -run: directory to keep the JSON results in (default: a temporary one)")
 	flag.Parse()
 	files := flag.Args()
@@ -74,7 +74,7 @@ func main() {
 		}
 		for i, w := range workloads {
 			f := filepath.Join(dir, fmt.Sprintf("workload%d.json", i+1))
-			args := append([]string{"run", "./cmd/dqbench", "-quiet", "-hist=false", "-json", f}, w...)
+			args := append([]string{"run", "./bench/dqbench", "-quiet", "-hist=false", "-json", f}, w...)
 			fmt.Fprintln(os.Stderr, "go", strings.Join(args, " "))
 			cmd := exec.Command("go", args...)
 			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
