@@ -684,7 +684,7 @@ func (h *handler) do(ctx context.Context, t *target, a action) (int, string) {
 	case ops[a.Op].reg:
 		return h.doUnregister(ctx, t.q, a)
 	}
-	q := t.admin
+	q := t.Admin
 	ql := partitionLabel(a.Queue, a.NParts)
 	var n int64
 	var err error

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
@@ -60,27 +59,12 @@ import (
 // queue's page does once) and reads each partition's Stats, concurrently;
 // a list page reads a page from every partition.
 
-// admin is what the pages and the actions on a whole queue need of it: a
-// *redisq.Queue or a *redisq.Partitioned (whose calls act on every
-// partition).
-type admin interface {
-	Stats(ctx context.Context) (redisq.Stats, error)
-	DueHistogram(ctx context.Context, width time.Duration, buckets int) (redisq.DueHistogram, error)
-	RequeueAllDead(ctx context.Context) (int64, error)
-	DeleteAllDead(ctx context.Context) (int64, error)
-	Purge(ctx context.Context, state redisq.State) (int64, error)
-	RequeueDeadByReason(ctx context.Context, reason string) (int64, error)
-	DeleteDeadByReason(ctx context.Context, reason string) (int64, error)
-	Pause(ctx context.Context) error
-	Resume(ctx context.Context) error
-}
-
 // target is the queue a page or an action names: an ordinary queue (q)
 // or a partitioned one (p).
 type target struct {
-	admin
-	q *redisq.Queue
-	p *redisq.Partitioned
+	redisq.Admin // a whole queue's calls act on every partition of one
+	q            *redisq.Queue
+	p            *redisq.Partitioned
 }
 
 // close closes the partitioned queue (an ordinary Queue opened here holds
@@ -109,7 +93,7 @@ func (h *handler) target(ctx context.Context, w http.ResponseWriter, r *http.Req
 	p, err := h.openPartitioned(ctx, name)
 	switch {
 	case err == nil:
-		return &target{admin: p, p: p}
+		return &target{Admin: p, p: p}
 	case !errors.Is(err, redisq.ErrNoQueue):
 		status, msg := h.tableStatus(name, err)
 		h.failStatus(w, r, status, "reading queue %s: %s", quoted(name), msg)
@@ -119,7 +103,7 @@ func (h *handler) target(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if q == nil {
 		return nil
 	}
-	return &target{admin: q, q: q}
+	return &target{Admin: q, q: q}
 }
 
 // tableStatus is redisStatus, but for a partition table of the queue

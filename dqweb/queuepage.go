@@ -284,7 +284,7 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 	case tab == workersTab:
 		h.workersList(r, t, ws, &d)
 	case state == 0:
-		err = h.summary(ctx, t.admin, &d)
+		err = h.summary(ctx, t.Admin, &d)
 	case t.p != nil:
 		err = h.plist(ctx, r, t.p, &d)
 	default:
@@ -359,7 +359,7 @@ func (h *handler) find(ctx context.Context, q *redisq.Queue, id string) (string,
 
 // summary fills in the summary tab: counters and rates, the history, the
 // due chart and the lateness chart.
-func (h *handler) summary(ctx context.Context, q admin, d *queueData) error {
+func (h *handler) summary(ctx context.Context, q redisq.Admin, d *queueData) error {
 	hist, err := q.DueHistogram(ctx, time.Minute, 60)
 	if err != nil {
 		return err
