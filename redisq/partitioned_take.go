@@ -127,26 +127,28 @@ type taker struct {
 	log   *slog.Logger
 
 	mu      sync.Mutex
-	ps      []pumpState // guarded by mu
-	held    heldHeap    // guarded by mu: claimed, not handed out
-	expiry  []*heldMsg  // guarded by mu: held items in the order they came (handed out ones are skipped)
-	seq     uint64      // guarded by mu: arrival order of held items
-	waiters []*waiter   // guarded by mu: callers waiting, in arrival order
-	want    int         // guarded by mu: items the waiters want
-	front   time.Time   // guarded by mu: due time of the last item handed out in the active period
-	active  bool        // guarded by mu: callers take (a caller waited within partHold)
-	run     context.Context
+	ps      []pumpState        // guarded by mu
+	held    heldHeap           // guarded by mu: claimed, not handed out
+	expiry  []*heldMsg         // guarded by mu: held items in the order they came (handed out ones are skipped)
+	seq     uint64             // guarded by mu: arrival order of held items
+	waiters []*waiter          // guarded by mu: callers waiting, in arrival order
+	want    int                // guarded by mu: items the waiters want
+	front   time.Time          // guarded by mu: due time of the last item handed out in the active period
+	active  bool               // guarded by mu: callers take (a caller waited within partHold)
+	run     context.Context    // guarded by mu: the active period's, which its claims run under
 	stopRun context.CancelFunc // guarded by mu: ends the partitions' waits of the active period
 	started bool               // guarded by mu
 	closed  bool               // guarded by mu
-	linger  *time.Timer        // fires partHold after the last caller stopped waiting
-	expire  *time.Timer        // fires at the earliest held item's expiry
-	kick    []chan struct{}    // per partition (capacity 1): a claim was assigned
-	quit    chan struct{}
-	wg      sync.WaitGroup // pumps and releases
+	// Made once by startLocked, read-only after:
+	linger *time.Timer     // fires partHold after the last caller stopped waiting (Reset/Stop under mu)
+	expire *time.Timer     // fires at the earliest held item's expiry (Reset/Stop under mu)
+	kick   []chan struct{} // per partition (capacity 1): a claim was assigned
+	quit   chan struct{}   // closed by close: the pumps return
+	wg     sync.WaitGroup  // pumps and releases
 }
 
-// pumpState is one partition's taker, as the dispatcher sees it.
+// pumpState is one partition's taker, as the dispatcher sees it; guarded
+// by the taker's mu.
 type pumpState struct {
 	running   bool            // a claim is assigned or under way
 	n         int             // its size
@@ -161,14 +163,16 @@ type pumpState struct {
 	retry     *time.Timer     // re-dispatches at retryAt
 }
 
+// waiter is a caller waiting for n items.
 type waiter struct {
 	n     int
-	got   []*heldMsg
-	err   error
+	got   []*heldMsg    // guarded by the taker's mu until ready is closed
+	err   error         // guarded by the taker's mu until ready is closed
 	ready chan struct{} // closed when got or err is set
 }
 
-// heldMsg is a claimed message that no caller has yet.
+// heldMsg is a claimed message that no caller has yet; its fields after
+// m, part and seq are guarded by the taker's mu.
 type heldMsg struct {
 	m       *Message
 	part    int
