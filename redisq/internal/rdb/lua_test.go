@@ -1,37 +1,82 @@
 package rdb
 
 import (
+	"context"
 	"io/fs"
-	"os"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dq-go/delayqueue/redisq/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
-// TestAssembledAsBefore: every script assembles to the text redisq ran
-// before the scripts moved here (../../testdata/scripts.golden).
-func TestAssembledAsBefore(t *testing.T) {
-	b, err := os.ReadFile("../../testdata/scripts.golden")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := strings.Split(string(b), "\n--8<-- script --8<--\n")
-	var have []string
+// Every file of lua/ is a script of this package, assembles with nothing
+// left to fill (includes, placeholders), states the KEYS a call declares
+// in its header, and is Lua that Redis loads.
+func TestEveryScriptAssemblesAndLoads(t *testing.T) {
 	ents, err := fs.ReadDir(luaFiles, "lua")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	n := 0
 	for _, e := range ents {
 		if e.IsDir() {
 			continue
 		}
-		src, _ := lifeWrap(assemble(strings.TrimSuffix(e.Name(), ".lua"), false))
-		have = append(have, src)
-		if !slices.Contains(want, src) {
-			t.Errorf("%s assembles to a text redisq did not run:\n%s", e.Name(), src)
+		n++
+		name := strings.TrimSuffix(e.Name(), ".lua")
+		sc := Named(name) // panics for a file no newScript declares
+		src := sc.Source()
+		for _, left := range []string{"--@include", "{{"} {
+			if strings.Contains(src, left) {
+				t.Errorf("%s: %q left in the assembled text", e.Name(), left)
+			}
+		}
+		raw, _ := luaFiles.ReadFile("lua/" + e.Name())
+		if !strings.Contains(headerOf(string(raw)), "-- KEYS: ") {
+			t.Errorf("%s: the header does not state the KEYS a call declares", e.Name())
+		}
+		if err := sc.Load(context.Background(), c).Err(); err != nil {
+			t.Errorf("%s: Redis refuses it: %v", e.Name(), err)
 		}
 	}
-	if len(have) != len(want) {
-		t.Errorf("%d scripts, %d before", len(have), len(want))
+	if n != len(byName) {
+		t.Errorf("%d files, %d scripts declared", n, len(byName))
+	}
+}
+
+// headerOf is the comment lines a file starts with.
+func headerOf(src string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(src, "\n") {
+		if !strings.HasPrefix(l, "--") || strings.HasPrefix(l, "--@include ") {
+			break
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+// The header is documentation, left out; an include is replaced by its
+// file, assembled the same way; a placeholder by its constant.
+func TestAssemble(t *testing.T) {
+	src := assemble("enqueue", false)
+	if strings.HasPrefix(src, "--") {
+		t.Errorf("the header was kept:\n%.200s", src)
+	}
+	if !strings.Contains(src, "local MAXDUE = 9007199254740991") {
+		t.Error("the common include and its MAXDUE placeholder are not filled in")
+	}
+	if !strings.Contains(src, "local K_PREFIX = string.sub(ARGV[1], 1, -3)") {
+		t.Error("the keys include, which common includes, is missing")
+	}
+	if w, life := lifeWrap(src); !life || !strings.HasSuffix(w, "return {NEW_LIFE, r}") {
+		t.Error("a script that takes sequence numbers is not wrapped to report a new life")
+	}
+	if _, life := lifeWrap(assemble("beat", false)); life {
+		t.Error("a script without the sequence (no common include) is wrapped")
 	}
 }
