@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
 // AuditReport is the result of Audit.
@@ -95,7 +95,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 		}
 		for z := range zs {
 			for mem := range zs[z] {
-				if key := k.Item(memberID(mem)); !have[key] {
+				if key := k.Item(rdb.MemberID(mem)); !have[key] {
 					have[key] = true
 					keys = append(keys, key)
 				}
@@ -106,25 +106,18 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	seen := map[string]bool{}
 	for start := 0; start < len(keys); start += 500 {
 		chunk := keys[start:min(start+500, len(keys))]
-		cmds := make([]*redis.SliceCmd, len(chunk))
-		if _, err := q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range chunk {
-				cmds[i] = p.HMGet(ctx, k, "st", "mem")
-			}
-			return nil
-		}); err != nil {
+		states, err := q.db.ItemStates(ctx, chunk)
+		if err != nil {
 			return nil, err
 		}
 		for i, k := range chunk {
-			v := cmds[i].Val()
-			if start+i >= listed && v[0] == nil && v[1] == nil {
+			if start+i >= listed && !states[i].Exists {
 				continue // no such hash: its member is reported below
 			}
 			rep.Items++
-			st, _ := v[0].(string)
-			mem, _ := v[1].(string)
+			st, mem := states[i].State, states[i].Member
 			id := strings.TrimPrefix(k, q.db.Keys.Items)
-			if mem == "" || memberID(mem) != id {
+			if mem == "" || rdb.MemberID(mem) != id {
 				rep.addf("item %q: member %q does not name it", id, mem)
 				continue
 			}

@@ -310,9 +310,7 @@ func (q *Queue) DueHistogram(ctx context.Context, width time.Duration, buckets i
 // counter or its sequence (a queue that was never used, or was destroyed,
 // does not exist). One round trip.
 func (q *Queue) Exists(ctx context.Context) (bool, error) {
-	k := &q.db.Keys
-	n, err := q.client.Exists(ctx, k.Sched, k.Lease, k.Dead, k.Stats, k.Seq, k.Late).Result()
-	return n > 0, err
+	return q.db.Exists(ctx)
 }
 
 // DeadReason is one cause of death and the dead items that died of it

@@ -36,5 +36,5 @@ func (q *Queue) Paused(ctx context.Context) (bool, error) {
 	if q.isClosed() {
 		return false, ErrClosed
 	}
-	return q.client.HExists(ctx, q.db.Keys.Seq, "paused").Result()
+	return q.db.Paused(ctx)
 }

@@ -475,7 +475,7 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 			// claiming: pass it on.
 			c, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			_ = q.client.ZAdd(c, q.db.Keys.Wake, redis.Z{Score: 0, Member: "w"}).Err()
+			_ = q.db.RingWake(c)
 		}
 	}()
 	// A consumer coming back while this Queue owns the timer waits for its
@@ -665,20 +665,7 @@ func (q *Queue) block(ctx context.Context, wait time.Duration, timed bool) (popp
 		timer = time.AfterFunc(wait, push)
 		server = wait + 200*time.Millisecond
 	}
-	if server >= time.Second {
-		// go-redis extends the read deadline for BZPopMin by its timeout.
-		r, e := q.wait.BZPopMin(ctx, server.Truncate(time.Second), q.db.Keys.Wake, key).Result()
-		err = e
-		popped = e == nil && r != nil && r.Key == q.db.Keys.Wake
-	} else {
-		if server > q.subsec {
-			server = q.subsec
-		}
-		secs := strconv.FormatFloat(server.Seconds(), 'f', 3, 64)
-		r, e := q.wait.Do(ctx, "bzpopmin", q.db.Keys.Wake, key, secs).Slice()
-		err = e
-		popped = e == nil && len(r) > 0 && r[0] == q.db.Keys.Wake
-	}
+	popped, err = q.db.WaitWake(ctx, q.wait, key, server, q.subsec)
 	stopped := stop()
 	if timer != nil && !timer.Stop() {
 		stopped = false
@@ -763,22 +750,7 @@ func (q *Queue) DeadIDs(ctx context.Context, limit int64) ([]string, error) {
 	if limit < 1 {
 		return nil, nil
 	}
-	mem, err := q.client.ZRange(ctx, q.db.Keys.Dead, 0, limit-1).Result()
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(mem))
-	for i, m := range mem {
-		ids[i] = memberID(m)
-	}
-	return ids, nil
-}
-
-func memberID(m string) string {
-	if len(m) < 17 {
-		return m
-	}
-	return m[17:]
+	return q.db.DeadIDs(ctx, limit)
 }
 
 // Close stops the queue: Take calls in progress return ErrClosed (a blocked

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // timerState is a Queue's share of the queue-wide timer. A claim that finds
@@ -109,7 +107,7 @@ func (q *Queue) timerDue() {
 	t.mu.Unlock()
 	c, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = q.client.ZAdd(c, q.db.Keys.Wake, redis.Z{Score: 0, Member: "w"}).Err()
+	_ = q.db.RingWake(c)
 }
 
 // closeTimer stops the watch; if this Queue owns the timer, it gives it up
