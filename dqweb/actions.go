@@ -449,7 +449,7 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	if t == nil {
 		return
 	}
-	defer t.close()
+	defer t.Close()
 	if t.p != nil {
 		a.NParts = t.p.NumPartitions()
 		if o.reg || a.Tab != "" {

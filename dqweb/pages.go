@@ -415,7 +415,7 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	if t == nil {
 		return
 	}
-	defer t.close()
+	defer t.Close()
 	if t.p != nil {
 		h.itemOfPartitioned(ctx, w, r, t.p, id)
 		return

@@ -60,19 +60,11 @@ import (
 // a list page reads a page from every partition.
 
 // target is the queue a page or an action names: an ordinary queue (q)
-// or a partitioned one (p).
+// or a partitioned one (p); Close closes it.
 type target struct {
 	redisq.Admin // a whole queue's calls act on every partition of one
 	q            *redisq.Queue
 	p            *redisq.Partitioned
-}
-
-// close closes the partitioned queue (an ordinary Queue opened here holds
-// nothing to release).
-func (t *target) close() {
-	if t.p != nil {
-		_ = t.p.Close()
-	}
 }
 
 // openPartitioned opens the partitioned queue name, as dqctl does: no

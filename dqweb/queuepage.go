@@ -171,7 +171,7 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 	if t == nil {
 		return
 	}
-	defer t.close()
+	defer t.Close()
 	if t.p != nil && recurring {
 		h.fail(w, r, http.StatusBadRequest, "queue %s is partitioned: its recurring registrations are on its partitions' pages", quoted(name))
 		return

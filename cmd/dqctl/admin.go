@@ -21,7 +21,7 @@ func cmdDead(e *env, requeue bool) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	if e.reason.set {
 		return deadByReason(e, t, requeue)
 	}
@@ -149,7 +149,7 @@ func cmdDelete(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	return eachID(e, t, func(q *redisq.Queue, id, in string) error {
 		// An in-flight item marked before stays marked: say so, rather
 		// than "marked" again. (GetPrefix with 0 reads no payload.)
@@ -180,7 +180,7 @@ func cmdPurge(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	st, err := t.Stats(e.ctx)
 	if err != nil {
 		return err
@@ -210,7 +210,7 @@ func cmdPause(e *env, pause bool) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	all, err := t.Paused(e.ctx)
 	if err != nil {
 		return err
@@ -249,7 +249,7 @@ func cmdDestroy(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	st, err := t.Stats(e.ctx)
 	if err != nil {
 		return err

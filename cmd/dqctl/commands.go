@@ -468,7 +468,7 @@ func cmdList(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	if t.p != nil {
 		return listPartitioned(e, t.p, state)
 	}
@@ -594,7 +594,7 @@ func cmdShow(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	id := e.args[1]
 	var it redisq.Item
 	part := -1

@@ -49,7 +49,7 @@ func cmdServeMetrics(e *env) error {
 				qs = append(qs, t.q)
 				continue
 			}
-			defer t.close()
+			defer t.Close()
 			for i := range t.p.NumPartitions() {
 				qs = append(qs, t.p.Partition(i))
 			}

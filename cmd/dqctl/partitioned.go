@@ -22,7 +22,7 @@ import (
 // partition's own name is an ordinary queue for every command.
 
 // target is the queue a command names: an ordinary queue (q) or a
-// partitioned one (p).
+// partitioned one (p); Close closes it.
 type target struct {
 	redisq.Admin // the commands on a whole queue act on every partition of one
 	q            *redisq.Queue
@@ -36,14 +36,6 @@ func (t *target) label() string {
 		return fmt.Sprintf("queue %s (%s)", quote(t.p.Name()), plural(int64(t.p.NumPartitions()), "partition"))
 	}
 	return "queue " + quote(t.q.Name())
-}
-
-// close closes the partitioned queue (an ordinary Queue opened by dqctl
-// holds nothing to release).
-func (t *target) close() {
-	if t.p != nil {
-		_ = t.p.Close()
-	}
 }
 
 // checkName returns the usage error of a bad queue name, or nil.

@@ -79,7 +79,7 @@ func cmdReasons(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	s, err := deadReasons(e, t, e.reasonLimit)
 	if err != nil {
 		return err

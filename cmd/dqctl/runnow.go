@@ -15,7 +15,7 @@ func cmdRunNow(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	// Redis TIME, for how long an item already due has waited.
 	now, err := e.c.Time(e.ctx).Result()
 	if err != nil {

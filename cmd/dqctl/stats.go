@@ -15,7 +15,7 @@ func cmdStats(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	if t.p != nil {
 		return statsPartitioned(e, t.p)
 	}

@@ -32,7 +32,7 @@ func cmdWatch(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	tty := isTerminal(e.stdout)
 	var prev *redisq.Stats
 	tick := time.NewTicker(e.interval)

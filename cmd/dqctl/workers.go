@@ -34,7 +34,7 @@ func cmdWorkers(e *env) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	// The heartbeats before the stats: every beat is before the stats'
 	// Redis TIME, against which they are shown.
 	ws, err := t.Workers(e.ctx)
