@@ -18,25 +18,23 @@ import (
 // process holds which message since when (Queue.Workers, dqctl workers,
 // the dashboard's Workers tab).
 //
-// Keys (under the queue's hash tag):
-//
-//	{dq:NAME}:workers  zset  worker id -> when its heartbeat expires (ms)
-//	{dq:NAME}:wk:ID    hash  one worker: n name, h host, pid, st started,
-//	                         b last beat (ms), c concurrency, r running,
-//	                         hd held, l the messages its handlers run
-//	                         (see encodeLeases), lm how many more; expires
-//	                         with the heartbeat
-//
-// A beat is one script every WorkerOptions.Heartbeat (5 s): bounded work
-// (one worker's hash, at most maxBeatLeaseBytes of lease list, and at most
-// 100 expired members removed from the zset). A Worker that stops deletes
-// its entry; one that dies leaves it to expire, three beats later.
+// The list of live workers is a zset of the queue (worker id -> when its
+// heartbeat expires), and each heartbeat a hash that expires with it (see
+// internal/rdb/keys.go). A beat is one script every WorkerOptions.Heartbeat
+// (5 s) of four commands (TIME, ZADD, HSET, PEXPIRE), with at most 16 KiB
+// of lease list; every twelfth also drops up to 100 expired workers from
+// the list. A Worker that stops deletes its entry; one that dies leaves it
+// to expire, three beats later.
 
 // DefaultHeartbeat is WorkerOptions.Heartbeat when it is 0.
 const DefaultHeartbeat = 5 * time.Second
 
 // heartbeatLife is how many beats a heartbeat outlives its writer by.
 const heartbeatLife = 3
+
+// sweepEvery is how many beats a worker makes between two drops of the
+// expired workers from the list (the readers skip them meanwhile).
+const sweepEvery = 12
 
 // maxBeatLeaseBytes bounds the lease list of one heartbeat; the messages
 // beyond it are counted (WorkerInfo.MoreLeases), not listed.
@@ -185,13 +183,18 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 	t := time.NewTicker(w.beatEvery)
 	defer t.Stop()
 	failing := false
-	for {
+	var started int64 // the first beat's Redis time
+	for beats := 0; ; beats++ {
 		ctx, cancel := context.WithTimeout(w.base, min(w.beatEvery, settleTimeout))
 		running, held, ls := w.snapshot()
 		enc, more := encodeLeases(ls, maxBeatLeaseBytes)
-		err := w.q.db.Heartbeat(ctx, rdb.Beat{ID: w.id, Name: w.name, Host: host, PID: pid, Concurrency: w.n,
-			Running: running, Held: held, Leases: enc, More: more, Life: life.Milliseconds()})
+		now, err := w.q.db.Heartbeat(ctx, rdb.Beat{ID: w.id, Name: w.name, Host: host, PID: pid, Concurrency: w.n,
+			Running: running, Held: held, Leases: enc, More: more, Started: started, Life: life.Milliseconds(),
+			Sweep: beats%sweepEvery == 0})
 		cancel()
+		if err == nil && started == 0 {
+			started = now
+		}
 		switch {
 		case err != nil && !failing:
 			// Once: the worker works without it, but it is missing from

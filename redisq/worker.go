@@ -69,7 +69,8 @@ const settleTimeout = 10 * time.Second
 // panic recovery and shutdown that every consumer otherwise writes.
 //
 // One goroutine waits for work for all idle handlers (an idle worker
-// costs what one idle Take does) and each claim leases work for every idle
+// costs what one idle Take does, plus its heartbeat: WorkerOptions.
+// Heartbeat) and each claim leases work for every idle
 // handler at once and acks a finished message in the same script; while a
 // backlog lasts, each handler acks its message and claims the next in one
 // script. So a busy worker pays one round trip per message or less, and a

@@ -37,8 +37,8 @@ import "strconv"
 //	{dq:NAME}:recs     zset    registration names (score 0)
 //	{dq:NAME}:recx     stream  change feed of the registrations (MAXLEN 100)
 //	{dq:NAME}:workers  zset    worker id -> heartbeat expiry (ms)
-//	{dq:NAME}:wk:ID    hash    worker ID's heartbeat: n, h, pid, st, b, c, r,
-//	                           hd, l, lm (see WorkerInfo)
+//	{dq:NAME}:wk:ID    hash    worker ID's heartbeat: v, its beat time and
+//	                           fields (see lua/beat.lua); expires with it
 //	{dq:NAME}:parts    hash    a partitioned queue's table: n, v, p0...
 //
 // and, outside every queue's slot, RegistryKey and PartitionedRegistryKey.

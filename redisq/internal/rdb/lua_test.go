@@ -80,3 +80,24 @@ func TestAssemble(t *testing.T) {
 		t.Error("a script without the sequence (no common include) is wrapped")
 	}
 }
+
+// A heartbeat's fields come back exact whatever their bytes; malformed
+// data from Redis ends the list instead of failing.
+func TestFieldsEncoding(t *testing.T) {
+	in := []string{"billing:1|2", "", "\xff\n\u202e", "12:34"}
+	got := decodeFields(encodeFields(in...))
+	if len(got) != len(in) {
+		t.Fatalf("%q, want %q", got, in)
+	}
+	for i := range in {
+		if got[i] != in[i] {
+			t.Errorf("field %d: %q, want %q", i, got[i], in[i])
+		}
+	}
+	for _, bad := range []string{"x", "3:ab", "-1:", "2"} {
+		_ = decodeFields(bad) // no panic
+	}
+	if got := decodeFields("1:a9"); len(got) != 1 || got[0] != "a" {
+		t.Errorf("%q: want the fields before the malformed rest", got)
+	}
+}

@@ -3,32 +3,47 @@ package rdb
 import (
 	"context"
 	"math"
+	"strconv"
+	"strings"
 )
 
 var (
-	scriptBeat         = newScript("beat")
-	scriptBye          = newScript("bye")
-	scriptWorkerIDs    = newScript("worker_ids")
-	scriptWorkerHashes = newScript("worker_hashes")
+	scriptBeat        = newScript("beat")
+	scriptBye         = newScript("bye")
+	scriptWorkerIDs   = newScript("worker_ids")
+	scriptWorkerBeats = newScript("worker_beats")
 )
 
-// Beat is one worker heartbeat (lua/beat.lua); Leases is the encoded list
-// of the messages its handlers run, More how many did not fit, Life how
-// long the heartbeat lasts (ms).
+// Beat is one worker heartbeat (lua/beat.lua): what the worker is and does
+// (Leases is the encoded list of the messages its handlers run, More how
+// many did not fit), Started the Redis time of its first beat (0 on the
+// first), how long the heartbeat lasts (Life, ms), and Sweep to drop the
+// expired workers from the list too.
 type Beat struct {
 	ID, Name, Host            string
 	PID, Concurrency, Running int
 	Held                      int
 	Leases                    string
 	More                      int
+	Started                   int64
 	Life                      int64
+	Sweep                     bool
 }
 
-// Heartbeat writes b, and removes up to 100 expired workers from the list.
-func (r *Runner) Heartbeat(ctx context.Context, b Beat) error {
-	_, err := r.run(ctx, scriptBeat, []string{r.Keys.Workers, r.Keys.Worker(b.ID)}, b.ID, b.Name, b.Host, b.PID,
-		b.Concurrency, b.Running, b.Held, b.Leases, b.More, b.Life)
-	return err
+// Heartbeat writes b and returns Redis TIME (ms): the first beat's is the
+// worker's start.
+func (r *Runner) Heartbeat(ctx context.Context, b Beat) (int64, error) {
+	fields := encodeFields(b.Name, b.Host, strconv.Itoa(b.PID), strconv.FormatInt(b.Started, 10),
+		strconv.Itoa(b.Concurrency), strconv.Itoa(b.Running), strconv.Itoa(b.Held), b.Leases, strconv.Itoa(b.More))
+	sweep := "0"
+	if b.Sweep {
+		sweep = "1"
+	}
+	res, err := r.run(ctx, scriptBeat, []string{r.Keys.Workers, r.Keys.Worker(b.ID)}, b.ID, fields, b.Life, sweep)
+	if err != nil {
+		return 0, err
+	}
+	return toInt(res[0]), nil
 }
 
 // Bye removes the worker id from the list at once (lua/bye.lua).
@@ -59,8 +74,8 @@ func (r *Runner) LiveWorkers(ctx context.Context, n int) ([]LiveWorker, error) {
 	return out, nil
 }
 
-// WorkerBeat is one worker's last heartbeat, as stored (Gone when its hash
-// expired since it was listed).
+// WorkerBeat is one worker's last heartbeat, as stored (Gone when it
+// expired since it was listed, or does not decode).
 type WorkerBeat struct {
 	Name, Host                string
 	PID, Concurrency, Running int
@@ -70,34 +85,67 @@ type WorkerBeat struct {
 	Gone                      bool
 }
 
-// workerFields is the number of reply elements per worker of
-// lua/worker_hashes.lua.
-const workerFields = 10
-
-// WorkerBeats reads the heartbeats of the workers ids (lua/worker_hashes.lua).
+// WorkerBeats reads the heartbeats of the workers ids
+// (lua/worker_beats.lua): data from Redis, every field checked.
 func (r *Runner) WorkerBeats(ctx context.Context, ids []string) ([]WorkerBeat, error) {
 	keys := make([]string, len(ids))
 	args := make([]interface{}, len(ids))
 	for i, id := range ids {
 		keys[i], args[i] = r.Keys.Worker(id), id
 	}
-	res, err := r.run(ctx, scriptWorkerHashes, keys, args...)
+	res, err := r.run(ctx, scriptWorkerBeats, keys, args...)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]WorkerBeat, 0, len(ids))
-	for i := range ids {
-		if (i+1)*workerFields > len(res) {
-			break
+	out := make([]WorkerBeat, len(ids))
+	for i := range out {
+		out[i].Gone = true
+		if i >= len(res) {
+			continue
 		}
-		f := res[i*workerFields : (i+1)*workerFields]
-		str := func(j int) string { s, _ := f[j].(string); return s }
-		num := func(j int) int { return int(max(min(ToMS(f[j]), math.MaxInt32), 0)) }
-		out = append(out, WorkerBeat{
-			Name: str(0), Host: str(1), PID: num(2), Started: ToMS(f[3]), Beat: ToMS(f[4]),
-			Concurrency: num(5), Running: num(6), Held: num(7), Leases: str(8), More: num(9),
-			Gone: str(4) == "",
-		})
+		v, _ := res[i].(string)
+		at, rest, ok := strings.Cut(v, "|")
+		f := decodeFields(rest)
+		if !ok || len(f) < 9 {
+			continue
+		}
+		num := func(s string) int {
+			n, _ := strconv.ParseInt(s, 10, 64)
+			return int(max(min(n, math.MaxInt32), 0))
+		}
+		ms := func(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
+		out[i] = WorkerBeat{Name: f[0], Host: f[1], PID: num(f[2]), Started: ms(f[3]), Concurrency: num(f[4]),
+			Running: num(f[5]), Held: num(f[6]), Leases: f[7], More: num(f[8]), Beat: ms(at)}
+		if out[i].Started == 0 { // its first beat
+			out[i].Started = out[i].Beat
+		}
 	}
 	return out, nil
+}
+
+// encodeFields writes fields as "len:field" each, so that a field of any
+// bytes comes back exact.
+func encodeFields(fields ...string) string {
+	var b strings.Builder
+	for _, f := range fields {
+		b.WriteString(strconv.Itoa(len(f)))
+		b.WriteByte(':')
+		b.WriteString(f)
+	}
+	return b.String()
+}
+
+// decodeFields reads encodeFields' text; anything malformed ends it there.
+func decodeFields(s string) []string {
+	var out []string
+	for s != "" {
+		n, rest, ok := strings.Cut(s, ":")
+		k, err := strconv.Atoi(n)
+		if !ok || err != nil || k < 0 || k > len(rest) {
+			return out
+		}
+		out = append(out, rest[:k])
+		s = rest[k:]
+	}
+	return out
 }

@@ -1,20 +1,24 @@
--- beat: ARGV[2] worker id,
--- ARGV[3] name, ARGV[4] host, ARGV[5] pid, ARGV[6] concurrency, ARGV[7]
--- running, ARGV[8] held, ARGV[9] leases, ARGV[10] more leases, ARGV[11]
--- the heartbeat's life (ms). Returns {now}.
+-- beat: ARGV[2] worker id, ARGV[3] its heartbeat (fields encoded by
+-- encodeFields, see workers.go), ARGV[4] the heartbeat's life (ms),
+-- ARGV[5] "1" to drop the expired workers from the list too (now and
+-- then: the readers skip them anyway). Stores "now|" .. ARGV[3] as the
+-- field v of the worker's hash, which lives as long as the heartbeat, and
+-- the expiry in the list: four commands a beat (six with the drop), each
+-- in the documented ACL rights of a consumer. Returns {now}.
 --
 -- KEYS: the worker zset and this worker's hash
 --@include keys
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local W, H = K_PREFIX .. 'workers', K_PREFIX .. 'wk:' .. ARGV[2]
-local life = tonumber(ARGV[11])
-local gone = redis.call('ZRANGEBYSCORE', W, '-inf', now, 'LIMIT', 0, 100)
-if #gone > 0 then redis.call('ZREM', W, unpack(gone)) end
+local W = K_PREFIX .. 'workers'
+local life = tonumber(ARGV[4])
+if ARGV[5] == '1' then
+  local gone = redis.call('ZRANGEBYSCORE', W, '-inf', now, 'LIMIT', 0, 100)
+  if #gone > 0 then redis.call('ZREM', W, unpack(gone)) end
+end
 redis.call('ZADD', W, now + life, ARGV[2])
-if redis.call('HEXISTS', H, 'st') == 0 then redis.call('HSET', H, 'st', now) end
-redis.call('HSET', H, 'n', ARGV[3], 'h', ARGV[4], 'pid', ARGV[5], 'c', ARGV[6], 'r', ARGV[7],
-  'hd', ARGV[8], 'l', ARGV[9], 'lm', ARGV[10], 'b', now)
+local H = K_PREFIX .. 'wk:' .. ARGV[2]
+redis.call('HSET', H, 'v', string.format('%d', now) .. '|' .. ARGV[3])
 redis.call('PEXPIRE', H, life)
 return {now}
