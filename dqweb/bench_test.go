@@ -16,65 +16,22 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
 
-// fillScript stores n scheduled items item:FROM.. in queue KEYS (sched,
-// seq) as the enqueue script does, due spread over [now-1m,
-// now-1m+spread): a fast way to a large queue for the benchmarks. Its
-// result is checked by TestFillIsAQueue with redisq's Audit.
-var fillScript = redis.NewScript(`
-local pre, from, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local now, spread = tonumber(ARGV[4]), tonumber(ARGV[5])
-local seq = redis.call('HINCRBY', KEYS[2], 'n', n) - n
-if seq == 0 then redis.call('HSET', KEYS[2], 's0', 0) end
-for i = 0, n - 1 do
-  local k = from + i
-  local id = 'item:' .. k
-  local mem = string.format('%016.0f', seq + i + 1) .. ':' .. id
-  local due = now - 60000 + (k * 7919) % spread
-  redis.call('HSET', pre .. ':m:' .. id, 'p', '{"n":' .. k .. '}', 'due', due, 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
-  redis.call('ZADD', KEYS[1], due, mem)
-end
-return n
-`)
-
-// fill adds n items to queue name, 10,000 per script call, pipelined.
-func fill(tb testing.TB, c *redis.Client, name string, n int) {
-	tb.Helper()
-	ctx := context.Background()
-	p := "{dq:" + name + "}"
-	keys := []string{p + ":sched", p + ":seq"}
-	now := time.Now().UnixMilli()
-	if err := fillScript.Load(ctx, c).Err(); err != nil {
-		tb.Fatal(err)
-	}
-	const batch = 10_000
-	for from := 0; from < n; from += 10 * batch {
-		_, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for f := from; f < min(n, from+10*batch); f += batch {
-				fillScript.EvalSha(ctx, pipe, keys, p, f, min(batch, n-f), now, int64(2*time.Hour/time.Millisecond))
-			}
-			return nil
-		})
-		if err != nil {
-			tb.Fatal(err)
-		}
-	}
-}
-
 func TestFillIsAQueue(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
-	fill(t, f.c, "orders", 1000)
-	rep, err := f.q.Audit(context.Background())
+	f := webtest.NewFixture(t, dqweb.Options{})
+	webtest.Fill(t, f.C, "orders", 1000)
+	rep, err := f.Q.Audit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.OK() {
 		t.Fatalf("the filled queue fails Audit: %v", rep.Problems)
 	}
-	st, err := f.q.Stats(context.Background())
+	st, err := f.Q.Stats(context.Background())
 	if err != nil || st.Scheduled != 1011 || st.Enqueued != 1016 {
 		t.Fatalf("stats after filling 1000: %+v %v", st, err)
 	}
@@ -87,9 +44,9 @@ func TestFillIsAQueue(t *testing.T) {
 // jobs-summary and jobs-recurring-tab are the pages of a queue "jobs" with
 // 100 recurring registrations.
 func BenchmarkPages1M(b *testing.B) {
-	f := newFixture(b, dqweb.Options{})
-	fill(b, f.c, "orders", 1_000_000)
-	jobs, err := redisq.New(context.Background(), f.c, "jobs")
+	f := webtest.NewFixture(b, dqweb.Options{})
+	webtest.Fill(b, f.C, "orders", 1_000_000)
+	jobs, err := redisq.New(context.Background(), f.C, "jobs")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -99,8 +56,8 @@ func BenchmarkPages1M(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	cached := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"})
-	uncached := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/", QueueListTTL: time.Nanosecond})
+	cached := dqweb.Handler(f.C, dqweb.Options{Prefix: "/dq/"})
+	uncached := dqweb.Handler(f.C, dqweb.Options{Prefix: "/dq/", QueueListTTL: time.Nanosecond})
 	for _, p := range []struct {
 		name string
 		h    http.Handler
@@ -167,29 +124,29 @@ func redisUsec(tb testing.TB, c *redis.Client) int64 {
 // (its size, its payload if at most ItemPayloadBytes, TIME and the
 // queue's existence), with no payload budget.
 func BenchmarkPayloadRedisTime(b *testing.B) {
-	f := newFixture(b, dqweb.Options{})
+	f := webtest.NewFixture(b, dqweb.Options{})
 	ctx := context.Background()
 	sizes := []int{1 << 10, 16 << 10, 64 << 10, 1 << 20}
 	for _, n := range sizes {
-		if _, err := f.q.EnqueueAfter(ctx, fmt.Sprint("p", n), bytes.Repeat([]byte("x"), n), time.Hour); err != nil {
+		if _, err := f.Q.EnqueueAfter(ctx, fmt.Sprint("p", n), bytes.Repeat([]byte("x"), n), time.Hour); err != nil {
 			b.Fatal(err)
 		}
 	}
-	h := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/", PayloadBytesPerSecond: -1})
+	h := dqweb.Handler(f.C, dqweb.Options{Prefix: "/dq/", PayloadBytesPerSecond: -1})
 	for _, n := range sizes {
 		b.Run(fmt.Sprint("read=", n>>10, "KiB"), func(b *testing.B) {
-			before := redisUsec(b, f.c)
+			before := redisUsec(b, f.C)
 			for b.Loop() {
-				if _, err := f.q.GetPrefix(ctx, fmt.Sprint("p", n), 1<<10); err != nil {
+				if _, err := f.Q.GetPrefix(ctx, fmt.Sprint("p", n), 1<<10); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(redisUsec(b, f.c)-before)/float64(b.N), "redis-us/op")
+			b.ReportMetric(float64(redisUsec(b, f.C)-before)/float64(b.N), "redis-us/op")
 		})
 	}
 	for _, n := range sizes {
 		b.Run(fmt.Sprint("item=", n>>10, "KiB"), func(b *testing.B) {
-			before := redisUsec(b, f.c)
+			before := redisUsec(b, f.C)
 			for b.Loop() {
 				rec := httptest.NewRecorder()
 				req := httptest.NewRequest(http.MethodGet, fmt.Sprint("/dq/item?q=orders&id=p", n), nil)
@@ -199,7 +156,7 @@ func BenchmarkPayloadRedisTime(b *testing.B) {
 					b.Fatalf("%d\n%s", rec.Code, rec.Body)
 				}
 			}
-			b.ReportMetric(float64(redisUsec(b, f.c)-before)/float64(b.N), "redis-us/op")
+			b.ReportMetric(float64(redisUsec(b, f.C)-before)/float64(b.N), "redis-us/op")
 		})
 	}
 }
@@ -210,24 +167,24 @@ func BenchmarkPayloadRedisTime(b *testing.B) {
 // Redis spent running commands, ping-p50-us the median of a PING sent
 // every 10 ms meanwhile, views/s the pages served.
 func BenchmarkLoopingViewers(b *testing.B) {
-	f := newFixture(b, dqweb.Options{})
+	f := webtest.NewFixture(b, dqweb.Options{})
 	ctx := context.Background()
 	sizes := []int{64 << 10, 1 << 20}
 	for _, n := range sizes {
-		if _, err := f.q.EnqueueAfter(ctx, fmt.Sprint("p", n), bytes.Repeat([]byte("x"), n), time.Hour); err != nil {
+		if _, err := f.Q.EnqueueAfter(ctx, fmt.Sprint("p", n), bytes.Repeat([]byte("x"), n), time.Hour); err != nil {
 			b.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"}))
+	srv := httptest.NewServer(dqweb.Handler(f.C, dqweb.Options{Prefix: "/dq/"}))
 	defer srv.Close()
-	pinger := redis.NewClient(f.c.Options())
+	pinger := redis.NewClient(f.C.Options())
 	defer pinger.Close()
 	for _, n := range sizes {
 		b.Run(fmt.Sprint("item=", n>>10, "KiB"), func(b *testing.B) {
 			var views atomic.Int64
 			var pings []time.Duration
 			var elapsed time.Duration
-			before := redisUsec(b, f.c)
+			before := redisUsec(b, f.C)
 			for b.Loop() {
 				start := time.Now()
 				var wg sync.WaitGroup
@@ -258,7 +215,7 @@ func BenchmarkLoopingViewers(b *testing.B) {
 				elapsed += time.Since(start)
 			}
 			slices.Sort(pings)
-			b.ReportMetric(100*float64(redisUsec(b, f.c)-before)/float64(elapsed.Microseconds()), "redis-busy-%")
+			b.ReportMetric(100*float64(redisUsec(b, f.C)-before)/float64(elapsed.Microseconds()), "redis-busy-%")
 			b.ReportMetric(float64(pings[len(pings)/2].Microseconds()), "ping-p50-us")
 			b.ReportMetric(float64(views.Load())/elapsed.Seconds(), "views/s")
 		})
@@ -302,7 +259,7 @@ func redisScriptUsec(tb testing.TB, c *redis.Client) int64 {
 // items due); overview-sorted sorts 105 queues by their oldest overdue
 // item (a Stats of each, and the Workers of those with due items).
 func BenchmarkSickQueuePages(b *testing.B) {
-	f := newFixture(b, dqweb.Options{})
+	f := webtest.NewFixture(b, dqweb.Options{})
 	ctx := context.Background()
 	must := func(err error) {
 		b.Helper()
@@ -310,7 +267,7 @@ func BenchmarkSickQueuePages(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	grave, err := redisq.New(ctx, f.c, "graveyard", redisq.WithMaxAttempts(1))
+	grave, err := redisq.New(ctx, f.C, "graveyard", redisq.WithMaxAttempts(1))
 	must(err)
 	defer grave.Close()
 	for from := 0; from < 20_000; from += 1000 {
@@ -327,7 +284,7 @@ func BenchmarkSickQueuePages(b *testing.B) {
 			must(err)
 		}
 	}
-	busy, err := redisq.New(ctx, f.c, "busy")
+	busy, err := redisq.New(ctx, f.C, "busy")
 	must(err)
 	defer busy.Close()
 	items := make([]redisq.EnqueueItem, 1200)
@@ -374,11 +331,11 @@ func BenchmarkSickQueuePages(b *testing.B) {
 		}
 	}
 	for i := range 100 {
-		q, err := redisq.New(ctx, f.c, fmt.Sprintf("q%03d", i))
+		q, err := redisq.New(ctx, f.C, fmt.Sprintf("q%03d", i))
 		must(err)
 		must(q.Enqueue(ctx, "x", nil, time.Now().Add(-time.Duration(i)*time.Second)))
 	}
-	h := dqweb.Handler(f.c, dqweb.Options{Prefix: "/dq/"})
+	h := dqweb.Handler(f.C, dqweb.Options{Prefix: "/dq/"})
 	cause := "cause+7%3A+upstream+said+no"
 	for _, p := range []struct {
 		name, method, path string
@@ -412,11 +369,11 @@ func BenchmarkSickQueuePages(b *testing.B) {
 				}
 			}
 			serve() // untimed: loads the scripts
-			before := redisScriptUsec(b, f.c)
+			before := redisScriptUsec(b, f.C)
 			for b.Loop() {
 				serve()
 			}
-			b.ReportMetric(float64(redisScriptUsec(b, f.c)-before)/float64(b.N), "script-us/op")
+			b.ReportMetric(float64(redisScriptUsec(b, f.C)-before)/float64(b.N), "script-us/op")
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -21,9 +22,9 @@ import (
 // by id, and says when there is none.
 func TestBrowserTabsAndSearch(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
 	b := newTab(t, 1280, 900)
-	b.open(f.queueURL("orders"))
+	b.open(f.QueueURL("orders"))
 	for state, n := range map[string]int64{"scheduled": 11, "inflight": 2, "dead": 3} {
 		if got := b.text(`nav.tabs a[data-state="` + state + `"] .count`); got != fmt.Sprint(n) {
 			t.Errorf("tab %s count %q, want %d", state, got, n)
@@ -41,14 +42,14 @@ func TestBrowserTabsAndSearch(t *testing.T) {
 		t.Errorf("%d dead items on the dead tab", n)
 	}
 	// Opened from a bookmark: the same tab.
-	b.open(f.tabURL("orders", "inflight"))
+	b.open(f.TabURL("orders", "inflight"))
 	if got := eval[[]string](b, `Array.from(document.querySelectorAll('section#inflight tr[data-id]')).map(r => r.dataset.id)`); fmt.Sprint(got) != "[charge:1 charge:2]" {
 		t.Errorf("in-flight tab lists %v", got)
 	}
 
 	// Search: an id in any state opens its page.
 	for _, id := range []string{"charge:2", "later:1", "blob:1"} {
-		b.open(f.queueURL("orders"))
+		b.open(f.QueueURL("orders"))
 		b.run(chromedp.SendKeys(chromedp.CSS(`#find`), id))
 		b.run(chromedp.Submit(chromedp.CSS(`#find`)))
 		b.run(chromedp.WaitVisible(chromedp.CSS(`dl.fields`)))
@@ -56,7 +57,7 @@ func TestBrowserTabsAndSearch(t *testing.T) {
 			t.Errorf("search %q opened %q", id, got)
 		}
 	}
-	b.open(f.queueURL("orders"))
+	b.open(f.QueueURL("orders"))
 	b.run(chromedp.SendKeys(chromedp.CSS(`#find`), "nope:1"))
 	b.run(chromedp.Submit(chromedp.CSS(`#find`)))
 	b.run(chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
@@ -72,9 +73,9 @@ func TestBrowserTabsAndSearch(t *testing.T) {
 // with the state and its count.
 func TestBrowserSelection(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
 	b := newTab(t, 1280, 900)
-	b.open(f.tabURL("orders", "dead"))
+	b.open(f.TabURL("orders", "dead"))
 	requeue := `#sel button[data-op="requeue"]`
 	if !eval[bool](b, `document.querySelector('`+requeue+`').disabled`) {
 		t.Error("the selection's buttons are enabled with nothing selected")
@@ -85,14 +86,14 @@ func TestBrowserSelection(t *testing.T) {
 		t.Errorf("selection count %q", got)
 	}
 	b.click(requeue, false)
-	if f.state(t, "mail:7") != redisq.StateDead {
+	if f.State(t, "mail:7") != redisq.StateDead {
 		t.Fatal("a dismissed confirmation requeued")
 	}
 	b.click(requeue, true)
 	if got := b.text("p.result"); got != `Requeued 2 dead items of queue "orders": they are due now.` {
 		t.Fatalf("result %q", got)
 	}
-	if f.state(t, "mail:7") != redisq.StateScheduled || f.state(t, "blob:1") != redisq.StateScheduled || f.state(t, xssID) != redisq.StateDead {
+	if f.State(t, "mail:7") != redisq.StateScheduled || f.State(t, "blob:1") != redisq.StateScheduled || f.State(t, webtest.XSSID) != redisq.StateDead {
 		t.Fatal("not exactly the selected items were requeued")
 	}
 	log := b.dialogLog()
@@ -102,7 +103,7 @@ func TestBrowserSelection(t *testing.T) {
 	}
 
 	// All on this page: the scheduled tab's 11, run now.
-	b.open(f.tabURL("orders", "scheduled"))
+	b.open(f.TabURL("orders", "scheduled"))
 	b.run(chromedp.Click(chromedp.CSS(`#sel input.all`)))
 	if got := b.text("#sel .selected"); got != "13 selected" {
 		t.Errorf("all on this page: %q", got)
@@ -116,7 +117,7 @@ func TestBrowserSelection(t *testing.T) {
 	if log := b.dialogLog(); log[len(log)-1] != `confirm: Purge 13 scheduled items of queue "orders"? They are deleted; this cannot be undone.` {
 		t.Errorf("purge asks %q", log[len(log)-1])
 	}
-	if st, _ := f.q.Stats(context.Background()); st.Scheduled != 13 {
+	if st, _ := f.Q.Stats(context.Background()); st.Scheduled != 13 {
 		t.Fatalf("a dismissed purge changed the queue: %d scheduled", st.Scheduled)
 	}
 }
@@ -126,12 +127,12 @@ func TestBrowserSelection(t *testing.T) {
 // many items, then done.
 func TestBrowserWithoutJavaScript(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
 	b := newTab(t, 1280, 900)
 	if _, err := chromedp.Call(b.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 		t.Fatal(err)
 	}
-	b.open(f.queueURL("orders"))
+	b.open(f.QueueURL("orders"))
 	b.run(chromedp.Click(chromedp.CSS(`nav.tabs a[data-state="dead"]`), chromedp.NodeVisible))
 	b.run(chromedp.WaitVisible(chromedp.CSS(`section#dead`)))
 	b.run(chromedp.Click(chromedp.CSS(`article[data-id="mail:7"] input[type=checkbox]`)))
@@ -141,7 +142,7 @@ func TestBrowserWithoutJavaScript(t *testing.T) {
 	if got := b.text("p.question"); got != `Delete 2 dead items of queue "orders"? This cannot be undone.` {
 		t.Fatalf("confirmation page asks %q", got)
 	}
-	if f.state(t, "mail:7") != redisq.StateDead {
+	if f.State(t, "mail:7") != redisq.StateDead {
 		t.Fatal("changed before the confirmation")
 	}
 	b.run(chromedp.Click(chromedp.CSS(`form.confirm button`)))
@@ -149,7 +150,7 @@ func TestBrowserWithoutJavaScript(t *testing.T) {
 	if got := b.text("p.result"); got != `Deleted 2 dead items of queue "orders".` {
 		t.Fatalf("result %q", got)
 	}
-	if f.state(t, "mail:7") != 0 || f.state(t, "blob:1") != 0 || f.state(t, xssID) != redisq.StateDead {
+	if f.State(t, "mail:7") != 0 || f.State(t, "blob:1") != 0 || f.State(t, webtest.XSSID) != redisq.StateDead {
 		t.Fatal("not exactly the selected items were deleted")
 	}
 }
@@ -158,27 +159,27 @@ func TestBrowserWithoutJavaScript(t *testing.T) {
 // on its page and the overview; Resume undoes it.
 func TestBrowserPauseResume(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
 	b := newTab(t, 1280, 900)
 	ctx := context.Background()
-	b.open(f.queueURL("orders"))
+	b.open(f.QueueURL("orders"))
 	b.click(`button[data-op="pause"]`, true)
 	if got := b.text("p.result"); got != `Paused queue "orders": consumers take nothing until it is resumed.` {
 		t.Fatalf("pause: %q", got)
 	}
-	if p, err := f.q.Paused(ctx); err != nil || !p {
+	if p, err := f.Q.Paused(ctx); err != nil || !p {
 		t.Fatalf("not paused: %v", err)
 	}
-	b.open(f.base)
+	b.open(f.Base)
 	if got := b.text(`tr[data-queue="orders"] .badge.paused`); got != "paused" {
 		t.Errorf("overview badge %q", got)
 	}
-	b.open(f.queueURL("orders"))
+	b.open(f.QueueURL("orders"))
 	if got := b.text(`h1 .badge.paused`); got != "paused" {
 		t.Errorf("queue page badge %q", got)
 	}
 	b.click(`button[data-op="resume"]`, true)
-	if p, _ := f.q.Paused(ctx); p {
+	if p, _ := f.Q.Paused(ctx); p {
 		t.Fatal("still paused")
 	}
 	if log := b.dialogLog(); len(log) != 2 || !strings.HasPrefix(log[0], `confirm: Pause queue "orders"?`) || !strings.HasPrefix(log[1], `confirm: Resume queue "orders"?`) {
@@ -191,18 +192,18 @@ func TestBrowserPauseResume(t *testing.T) {
 // ids on a list are not wrapped in mid-id.
 func TestBrowserPhone(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
 	ctx := context.Background()
 	// Realistic ids, and counts of six digits' width.
 	for i := range 3 {
-		if _, err := f.q.EnqueueAfter(ctx, fmt.Sprintf("invoice:2026-12-01:%06d", i), nil, time.Hour); err != nil {
+		if _, err := f.Q.EnqueueAfter(ctx, fmt.Sprintf("invoice:2026-12-01:%06d", i), nil, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fill(t, f.c, "emails", 250_000)
+	webtest.Fill(t, f.C, "emails", 250_000)
 	b := newTab(t, 390, 844)
 	b.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	b.open(f.base)
+	b.open(f.Base)
 	if w := eval[int](b, `window.innerWidth`); w != 390 {
 		t.Fatalf("viewport %d px wide", w)
 	}
@@ -229,7 +230,7 @@ func TestBrowserPhone(t *testing.T) {
 	}
 	// The lists: every id on one line.
 	for _, state := range []string{"scheduled", "inflight", "dead"} {
-		b.open(f.tabURL("orders", state))
+		b.open(f.TabURL("orders", state))
 		lines := eval[[]int](b, `Array.from(document.querySelectorAll('section.list a[href*="item?"]:not(.showall)')).map(a => a.getClientRects().length)`)
 		if len(lines) == 0 {
 			t.Fatalf("no ids on the %s tab", state)
@@ -245,23 +246,6 @@ func TestBrowserPhone(t *testing.T) {
 	}
 }
 
-// deadAgain makes a new dead item id in f's queue "orders" (due long ago,
-// so that Take leases it first).
-func deadAgain(t *testing.T, f *fixture, id string) {
-	t.Helper()
-	ctx := context.Background()
-	if err := f.q.Enqueue(ctx, id, []byte("x"), time.Unix(1, 0)); err != nil {
-		t.Fatal(err)
-	}
-	m, err := f.q.Take(ctx)
-	if err != nil || m.ID != id {
-		t.Fatalf("took %v %v, want %s", m, err, id)
-	}
-	if _, err := m.DeadLetter(ctx, "again"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestBrowserReloadDoesNotRepeatAnAction (issue 24, item 14): an action's
 // result page was the POST's response, so reloading it posted the action
 // again. Now the POST is answered 303 See Other to a result page (GET):
@@ -271,14 +255,14 @@ func deadAgain(t *testing.T, f *fixture, id string) {
 func TestBrowserReloadDoesNotRepeatAnAction(t *testing.T) {
 	chromiumPath(t)
 	for _, script := range []bool{true, false} {
-		f := newFixture(t, dqweb.Options{Refresh: -1})
+		f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
 		b := newTab(t, 1280, 900)
 		if !script {
 			if _, err := chromedp.Call(b.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		b.open(f.tabURL("orders", "dead"))
+		b.open(f.TabURL("orders", "dead"))
 		if script {
 			b.click(`.whole button[data-op="delete-all-dead"]`, true)
 		} else {
@@ -294,13 +278,13 @@ func TestBrowserReloadDoesNotRepeatAnAction(t *testing.T) {
 		if p := eval[string](b, `location.pathname`); p != "/dq/result" {
 			t.Fatalf("script %v: the result is shown at %s, the POST's response, not a page of its own", script, p)
 		}
-		deadAgain(t, f, "fresh")
+		webtest.DeadAgain(t, f, "fresh")
 		b.run(chromedp.Reload())
 		b.run(chromedp.WaitVisible(chromedp.CSS(`p.result`)))
 		if got := b.text("p.result"); got != want {
 			t.Errorf("script %v: after a reload the result says %q, want %q", script, got, want)
 		}
-		if f.state(t, "fresh") != redisq.StateDead {
+		if f.State(t, "fresh") != redisq.StateDead {
 			t.Fatalf("script %v: reloading the result page deleted a dead item again", script)
 		}
 	}
@@ -311,15 +295,15 @@ func TestBrowserReloadDoesNotRepeatAnAction(t *testing.T) {
 // only one marked.
 func TestBrowserOneCurrentTab(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
-	if _, err := f.q.Register(context.Background(), "hourly", redisq.Every(time.Hour), nil); err != nil {
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
+	if _, err := f.Q.Register(context.Background(), "hourly", redisq.Every(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	b := newTab(t, 1280, 900)
 	for _, tab := range []struct{ state, label string }{{"", "Summary"}, {"scheduled", "Scheduled"}, {"inflight", "In flight"}, {"dead", "Dead"}, {"recurring", "Recurring"}} {
-		u := f.queueURL("orders")
+		u := f.QueueURL("orders")
 		if tab.state != "" {
-			u = f.tabURL("orders", tab.state)
+			u = f.TabURL("orders", tab.state)
 		}
 		b.open(u)
 		got := eval[[]string](b, `Array.from(document.querySelectorAll('nav.tabs a[aria-current=page], nav.tabs a.current')).map(a => a.firstChild.textContent.trim())`)
@@ -334,16 +318,16 @@ func TestBrowserOneCurrentTab(t *testing.T) {
 // page's Delete now asks in the item's own state's words.
 func TestBrowserDeleteAsksForTheState(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
 	b := newTab(t, 1280, 900)
 	for _, c := range []struct{ page, button, want string }{
-		{f.tabURL("orders", "scheduled"), `tr[data-id="soon:1"] button[data-op="delete"]`,
+		{f.TabURL("orders", "scheduled"), `tr[data-id="soon:1"] button[data-op="delete"]`,
 			`confirm: Delete scheduled item "soon:1" of queue "orders"? This cannot be undone.`},
-		{f.itemURL("orders", "soon:2"), `button[data-op="delete"]`,
+		{f.ItemURL("orders", "soon:2"), `button[data-op="delete"]`,
 			`confirm: Delete scheduled item "soon:2" of queue "orders"? This cannot be undone.`},
-		{f.tabURL("orders", "inflight"), `tr[data-id="charge:1"] button[data-op="delete"]`,
+		{f.TabURL("orders", "inflight"), `tr[data-id="charge:1"] button[data-op="delete"]`,
 			`confirm: Delete in-flight item "charge:1" of queue "orders"? It is marked: deleted when its consumer settles it, never retried.`},
-		{f.itemURL("orders", "charge:2"), `button[data-op="delete"]`,
+		{f.ItemURL("orders", "charge:2"), `button[data-op="delete"]`,
 			`confirm: Delete in-flight item "charge:2" of queue "orders"? It is marked: deleted when its consumer settles it, never retried.`},
 	} {
 		b.open(c.page)
@@ -352,7 +336,7 @@ func TestBrowserDeleteAsksForTheState(t *testing.T) {
 			t.Errorf("%s asks %q, want %q", c.button, log[len(log)-1], c.want)
 		}
 	}
-	if f.state(t, "soon:1") != redisq.StateScheduled || f.state(t, "charge:1") != redisq.StateInFlight {
+	if f.State(t, "soon:1") != redisq.StateScheduled || f.State(t, "charge:1") != redisq.StateInFlight {
 		t.Fatal("a dismissed Delete changed an item")
 	}
 }

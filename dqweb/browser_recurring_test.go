@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -18,11 +19,11 @@ import (
 // nothing when dismissed, and unregisters when accepted.
 func TestBrowserRecurring(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
-	regs := registerAll(t, f)
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
+	regs := webtest.RegisterAll(t, f)
 	ctx := context.Background()
 	b := newTab(t, 1280, 900)
-	b.open(f.queueURL("orders"))
+	b.open(f.QueueURL("orders"))
 	tabSel := `nav.tabs a[data-state="recurring"]`
 	if n := eval[int](b, `document.querySelectorAll('`+tabSel+`').length`); n != 1 {
 		t.Fatalf("%d Recurring tabs, want 1", n)
@@ -40,11 +41,11 @@ func TestBrowserRecurring(t *testing.T) {
 		t.Errorf("the Recurring tab's URL %q does not say so", u)
 	}
 	seen := eval[string](b, `document.title + "\n" + document.body.innerText`)
-	if m := rawRunes.FindString(seen); m != "" {
+	if m := webtest.RawRunes.FindString(seen); m != "" {
 		t.Errorf("%+q shown raw", m)
 	}
 	if got := eval[[]string](b, `Array.from(document.querySelectorAll('section#recurring tr[data-reg] td.id')).map(td => td.textContent)`); !strings.Contains(strings.Join(got, "|"), `"rtl\u202egnp"|`) ||
-		!strings.Contains(strings.Join(got, "|"), `"bad\xffname\n"`) || !strings.Contains(strings.Join(got, "|"), xssReg) {
+		!strings.Contains(strings.Join(got, "|"), `"bad\xffname\n"`) || !strings.Contains(strings.Join(got, "|"), webtest.XSSReg) {
 		t.Errorf("names shown as %q", got)
 	}
 	if n := eval[int](b, `document.querySelectorAll('script').length`); n != 1 {
@@ -74,17 +75,17 @@ func TestBrowserRecurring(t *testing.T) {
 	}
 
 	// Unregister: dismissed, nothing changes; accepted, done.
-	b.open(f.tabURL("orders", "recurring"))
+	b.open(f.TabURL("orders", "recurring"))
 	btn := `tr[data-reg="daily"] button[data-op="unregister"]`
 	b.click(btn, false)
-	if _, err := f.q.Registration(ctx, "daily"); err != nil {
+	if _, err := f.Q.Registration(ctx, "daily"); err != nil {
 		t.Fatalf("a dismissed confirmation unregistered: %v", err)
 	}
 	b.click(btn, true)
 	if got := b.text("p.result"); got != `Unregistered "daily" of queue "orders"; its scheduled occurrence was cancelled.` {
 		t.Fatalf("result %q", got)
 	}
-	if _, err := f.q.Registration(ctx, "daily"); err != redisq.ErrNotFound {
+	if _, err := f.Q.Registration(ctx, "daily"); err != redisq.ErrNotFound {
 		t.Fatalf("daily still registered: %v", err)
 	}
 	want := `confirm: Unregister "daily" of queue "orders"? No occurrence of it is enqueued any more; its last one, if still scheduled, is cancelled.`
@@ -100,7 +101,7 @@ func TestBrowserRecurring(t *testing.T) {
 
 	// On a phone the table fits: no horizontal scroll.
 	b.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	b.open(f.tabURL("orders", "recurring"))
+	b.open(f.TabURL("orders", "recurring"))
 	if over := eval[int](b, `document.querySelector('section#recurring .scroll').scrollWidth - document.querySelector('section#recurring .scroll').clientWidth`); over > 0 {
 		t.Errorf("the Recurring tab's table scrolls by %d px on a phone", over)
 	}

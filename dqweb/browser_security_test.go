@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -18,8 +19,8 @@ import (
 // works.
 func TestBrowserRebinding(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
-	u, _ := url.Parse(f.base)
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
+	u, _ := url.Parse(f.Base)
 	port := u.Port()
 	b := newTab(t, 1280, 900, chromedp.Flag("host-resolver-rules", "MAP evil.example 127.0.0.1"))
 
@@ -50,7 +51,7 @@ func TestBrowserRebinding(t *testing.T) {
 	if len(cookies.Cookies) != 0 {
 		t.Fatalf("the rebound origin got cookies: %v", cookies.Cookies)
 	}
-	if f.state(t, "mail:7") != redisq.StateDead {
+	if f.State(t, "mail:7") != redisq.StateDead {
 		t.Fatal("the rebound origin changed the queue")
 	}
 
@@ -67,13 +68,13 @@ func TestBrowserRebinding(t *testing.T) {
 // open the right queue and item.
 func TestBrowserHostileNames(t *testing.T) {
 	chromiumPath(t)
-	f := hostileFixture(t)
+	f := webtest.HostileFixture(t)
 	b := newTab(t, 1280, 900)
-	b.open(f.base)
+	b.open(f.Base)
 	b.noRawText("overview")
 	link := `a[href="/dq/queue?q=rtl%E2%80%AEgnp.exe"]`
-	if got := b.text(link); got != rtlShown {
-		t.Errorf("overview link text %q, want %q", got, rtlShown)
+	if got := b.text(link); got != webtest.RTLShown {
+		t.Errorf("overview link text %q, want %q", got, webtest.RTLShown)
 	}
 	if got := b.text(`td.qname`); got == "" {
 		t.Error("no queue names in the table")
@@ -81,10 +82,10 @@ func TestBrowserHostileNames(t *testing.T) {
 	b.run(chromedp.Click(chromedp.CSS(link)))
 	b.run(chromedp.WaitVisible(chromedp.CSS(`h1 .name`)))
 	b.noRawText("queue page")
-	if got := eval[string](b, `document.title`); got != rtlShown+" · redisq" {
+	if got := eval[string](b, `document.title`); got != webtest.RTLShown+" · redisq" {
 		t.Errorf("queue page title %q", got)
 	}
-	if got := b.text("h1"); got != "Queue "+rtlShown {
+	if got := b.text("h1"); got != "Queue "+webtest.RTLShown {
 		t.Errorf("queue page heading %q", got)
 	}
 	b.run(chromedp.Click(chromedp.CSS(`nav.tabs a[data-state="dead"]`)))
@@ -94,7 +95,7 @@ func TestBrowserHostileNames(t *testing.T) {
 		t.Errorf("dead reason shown as %q", got)
 	}
 	confirm := eval[string](b, `document.querySelector('article.deaditem form.act').getAttribute('data-confirm')`)
-	if rawRunes.MatchString(confirm) || !strings.Contains(confirm, rtlShown) {
+	if webtest.RawRunes.MatchString(confirm) || !strings.Contains(confirm, webtest.RTLShown) {
 		t.Errorf("confirmation %q", confirm)
 	}
 	// The first dead item's link opens its page.

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -29,9 +30,9 @@ func (b *tab) rowsShown() []string {
 // line does it; a paused queue says since when, absolute time shown.
 func TestBrowserSortableOverview(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
-	sickQueues(t, f)
-	emails, err := redisq.New(context.Background(), f.c, "emails")
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
+	webtest.SickQueues(t, f)
+	emails, err := redisq.New(context.Background(), f.C, "emails")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +40,12 @@ func TestBrowserSortableOverview(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newTab(t, 1280, 900)
-	odd := oddQueue
+	odd := webtest.OddQueue
 	for _, script := range []bool{true, false} {
 		if _, err := chromedp.Call(b.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: !script}); err != nil {
 			t.Fatal(err)
 		}
-		b.open(f.base)
+		b.open(f.Base)
 		if got := b.rowsShown(); fmt.Sprint(got) != fmt.Sprint([]string{"alpha", "emails", "orders", odd, "zeta"}) {
 			t.Errorf("script %v: by name %q", script, got)
 		}
@@ -71,12 +72,12 @@ func TestBrowserSortableOverview(t *testing.T) {
 		}
 	}
 	// A bookmark of the sort.
-	b.open(f.base + "?sort=dead&dir=desc")
+	b.open(f.Base + "?sort=dead&dir=desc")
 	if got := b.rowsShown(); got[0] != "zeta" {
 		t.Errorf("bookmarked sort: %q", got)
 	}
 	// Paused since, shown.
-	b.open(f.base)
+	b.open(f.Base)
 	since := b.text(`tr[data-queue="emails"] .since`)
 	st, _ := emails.Stats(context.Background())
 	if !strings.HasPrefix(since, "paused since ") || !strings.HasSuffix(since, st.PausedSince.UTC().Format("2006-01-02 15:04:05.000 UTC")) {
@@ -87,7 +88,7 @@ func TestBrowserSortableOverview(t *testing.T) {
 	}
 	// A phone: the Sort by line.
 	b.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	b.open(f.base)
+	b.open(f.Base)
 	if !eval[bool](b, `document.querySelector('.sortby').getClientRects().length > 0`) {
 		t.Fatal("no Sort by line on a phone")
 	}
@@ -110,18 +111,18 @@ func TestBrowserSortableOverview(t *testing.T) {
 // origin is refused.
 func TestBrowserDeadReasons(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
-	for i, why := range hostileReasons {
-		dieOf(t, f, why, fmt.Sprintf("h%d:a", i), fmt.Sprintf("h%d:b", i))
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
+	for i, why := range webtest.HostileReasons {
+		webtest.DieOf(t, f, why, fmt.Sprintf("h%d:a", i), fmt.Sprintf("h%d:b", i))
 	}
 	b := newTab(t, 1280, 900)
-	b.open(f.tabURL("orders", "dead"))
+	b.open(f.TabURL("orders", "dead"))
 	b.noRawText("dead tab")
 	if n := eval[int](b, `document.querySelectorAll('script').length + document.querySelectorAll('img').length`); n != 1 {
 		t.Errorf("%d script and img elements: a cause's markup ran", n)
 	}
 	causes := eval[[]string](b, `Array.from(document.querySelectorAll('#reasons td.why .reason')).map(e => e.textContent)`)
-	want := []string{`"bad\xffutf8\nline"`, `"ctl\x1b[31mred\a"`, `"paid\u202e\u2066 deifirev\u2069"`, xssReason, "bad format", "max attempts: smtp 421"}
+	want := []string{`"bad\xffutf8\nline"`, `"ctl\x1b[31mred\a"`, `"paid\u202e\u2066 deifirev\u2069"`, webtest.XSSReason, "bad format", "max attempts: smtp 421"}
 	if fmt.Sprint(causes) != fmt.Sprint(want) {
 		t.Errorf("causes\n got %q\nwant %q", causes, want)
 	}
@@ -138,7 +139,7 @@ func TestBrowserDeadReasons(t *testing.T) {
 	}
 	btn := `.whole button[data-op="requeue-reason"]`
 	b.click(btn, false)
-	if f.state(t, "h0:a") != redisq.StateDead {
+	if f.State(t, "h0:a") != redisq.StateDead {
 		t.Fatal("a dismissed confirmation requeued")
 	}
 	b.click(btn, true)
@@ -150,7 +151,7 @@ func TestBrowserDeadReasons(t *testing.T) {
 		t.Errorf("dialogs %q, want twice %q", log, ask)
 	}
 	for id, st := range map[string]redisq.State{"h0:a": redisq.StateScheduled, "h0:b": redisq.StateScheduled, "h1:a": redisq.StateDead, "h2:b": redisq.StateDead, "mail:7": redisq.StateDead} {
-		if got := f.state(t, id); got != st {
+		if got := f.State(t, id); got != st {
 			t.Errorf("%s: %v, want %v", id, got, st)
 		}
 	}
@@ -160,14 +161,14 @@ func TestBrowserDeadReasons(t *testing.T) {
 	if _, err := chromedp.Call(b.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 		t.Fatal(err)
 	}
-	b.open(f.tabURL("orders", "dead"))
+	b.open(f.TabURL("orders", "dead"))
 	b.run(chromedp.Click(chromedp.CSS(`#reasons tr:nth-child(1) button[data-op="delete-reason"]`)))
 	b.run(chromedp.WaitVisible(chromedp.CSS(`p.question`)))
 	b.noRawText("the confirmation page")
 	if got := b.text("p.question"); got != `Delete all 2 dead items of queue "orders" that died of "bad\xffutf8\nline"? This cannot be undone.` {
 		t.Fatalf("the confirmation page asks %q", got)
 	}
-	if f.state(t, "h2:a") != redisq.StateDead {
+	if f.State(t, "h2:a") != redisq.StateDead {
 		t.Fatal("deleted before the confirmation")
 	}
 	b.run(chromedp.Click(chromedp.CSS(`form.confirm button`)))
@@ -175,18 +176,18 @@ func TestBrowserDeadReasons(t *testing.T) {
 	if got := b.text("p.result"); got != `Deleted 2 dead items of queue "orders" that died of "bad\xffutf8\nline".` {
 		t.Errorf("result %q", got)
 	}
-	if f.state(t, "h2:a") != 0 || f.state(t, "h2:b") != 0 || f.state(t, "h1:a") != redisq.StateDead {
+	if f.State(t, "h2:a") != 0 || f.State(t, "h2:b") != 0 || f.State(t, "h1:a") != redisq.StateDead {
 		t.Fatal("not exactly the items of the cause were deleted")
 	}
 
 	// From another origin: a page that posts the same form to the
 	// dashboard. The browser sends it cross-site (and without the
 	// SameSite=Strict cookie); the dashboard refuses it.
-	action := f.base + "action"
+	action := f.Base + "action"
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><main><form method="post" action="%s"><input type="hidden" name="op" value="delete-reason"><input type="hidden" name="q" value="orders"><input type="hidden" name="reasonx" value="%x"><input type="hidden" name="csrf" value="%s"><input type="hidden" name="confirmed" value="yes"><button id="go">go</button></form></main>`,
-			action, hostileReasons[1], strings.Repeat("A", 43))
+			action, webtest.HostileReasons[1], strings.Repeat("A", 43))
 	}))
 	t.Cleanup(evil.Close)
 	if _, err := chromedp.Call(b.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}); err != nil {
@@ -197,7 +198,7 @@ func TestBrowserDeadReasons(t *testing.T) {
 	if got := b.text("main"); !strings.Contains(got, "refused") || eval[string](b, `document.title`) != "Forbidden · redisq" {
 		t.Errorf("the cross-origin post got %q", got)
 	}
-	if f.state(t, "h1:a") != redisq.StateDead {
+	if f.State(t, "h1:a") != redisq.StateDead {
 		t.Fatal("a cross-origin post deleted")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -144,7 +145,7 @@ func (b *tab) waitNewPage(marker, what string) {
 func (b *tab) noRawText(where string) {
 	b.t.Helper()
 	seen := eval[string](b, `document.title + "\n" + document.body.innerText`)
-	if m := rawRunes.FindString(seen); m != "" {
+	if m := webtest.RawRunes.FindString(seen); m != "" {
 		b.t.Errorf("%s: %+q shown raw", where, m)
 	}
 }
@@ -157,12 +158,12 @@ func (b *tab) dialogLog() []string {
 
 func TestBrowser(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: time.Second})
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: time.Second})
 	b := newTab(t, 1280, 900)
 
 	// Overview: the counts of the fixture, dead highlighted.
-	b.open(f.base)
-	for k, want := range fixtureCount {
+	b.open(f.Base)
+	for k, want := range webtest.FixtureCount {
 		if got := b.text(`tr[data-queue="orders"] [data-k="` + k + `"]`); got != fmt.Sprint(want) {
 			t.Errorf("overview %s: %s, want %d", k, got, want)
 		}
@@ -171,18 +172,18 @@ func TestBrowser(t *testing.T) {
 		t.Error("the dead count is not highlighted")
 	}
 	// The odd queue name is text, and its link opens its page.
-	if got := eval[string](b, `document.querySelector('tr[data-queue="we<ird>\\"q"] a').textContent`); got != oddQueue {
+	if got := eval[string](b, `document.querySelector('tr[data-queue="we<ird>\\"q"] a').textContent`); got != webtest.OddQueue {
 		t.Errorf("odd queue name shown as %q", got)
 	}
 	b.run(chromedp.Click(chromedp.CSS(`tr[data-queue="we<ird>\"q"] a`)))
 	b.run(chromedp.WaitVisible(chromedp.CSS(`h1 .name`)))
-	if got := b.text("h1 .name"); got != oddQueue {
+	if got := b.text("h1 .name"); got != webtest.OddQueue {
 		t.Errorf("odd queue page heading %q", got)
 	}
 
 	// Auto-refresh reloads the page; the button pauses it (for the rest of
 	// the test, which clicks).
-	b.open(f.queueURL("orders"))
+	b.open(f.QueueURL("orders"))
 	eval[bool](b, `window.__marker = true`)
 	b.waitNewPage("__marker", "the auto-refresh (1s)")
 	b.run(chromedp.Click(chromedp.CSS("#refresh")))
@@ -191,8 +192,8 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// Queue page: counts, and the chart drawn from what the fixture enqueued.
-	b.open(f.queueURL("orders"))
-	for k, want := range fixtureCount {
+	b.open(f.QueueURL("orders"))
+	for k, want := range webtest.FixtureCount {
 		if got := b.text(`.cards [data-k="` + k + `"]`); got != fmt.Sprint(want) {
 			t.Errorf("queue page %s: %s, want %d", k, got, want)
 		}
@@ -211,10 +212,10 @@ func TestBrowser(t *testing.T) {
 	b.run(chromedp.Click(chromedp.CSS(`nav.tabs a[data-state="dead"]`)))
 	b.run(chromedp.WaitVisible(chromedp.CSS(`article.deaditem`)))
 	xss := `article.deaditem:nth-of-type(2)`
-	if got := eval[string](b, `document.querySelector('`+xss+` pre.payload').textContent`); got != xssPayload {
+	if got := eval[string](b, `document.querySelector('`+xss+` pre.payload').textContent`); got != webtest.XSSPayload {
 		t.Errorf("XSS payload shown as %q", got)
 	}
-	if got := eval[string](b, `document.querySelector('`+xss+` .reason').textContent`); got != xssReason {
+	if got := eval[string](b, `document.querySelector('`+xss+` .reason').textContent`); got != webtest.XSSReason {
 		t.Errorf("XSS reason shown as %q", got)
 	}
 	if n := eval[int](b, `document.querySelectorAll('script').length + document.querySelectorAll('img').length`); n != 1 {
@@ -230,25 +231,25 @@ func TestBrowser(t *testing.T) {
 	// it is requeued and the result says so.
 	btn := `article[data-id="mail:7"] button[data-op="requeue"]`
 	b.click(btn, false)
-	if f.state(t, "mail:7") != redisq.StateDead {
+	if f.State(t, "mail:7") != redisq.StateDead {
 		t.Fatal("dismissing the confirmation requeued the item")
 	}
 	b.click(btn, true)
 	if got := b.text("p.result"); !strings.Contains(got, `Requeued dead item "mail:7"`) {
 		t.Fatalf("result %q", got)
 	}
-	if f.state(t, "mail:7") != redisq.StateScheduled {
+	if f.State(t, "mail:7") != redisq.StateScheduled {
 		t.Fatal("mail:7 not requeued")
 	}
 
 	// Delete the XSS item from its own page.
-	b.open(f.itemURL("orders", xssID))
-	if got := b.text("h1 .name"); got != xssID {
+	b.open(f.ItemURL("orders", webtest.XSSID))
+	if got := b.text("h1 .name"); got != webtest.XSSID {
 		t.Errorf("item page heading %q, want the id as text", got)
 	}
 	b.click(`button[data-op="delete-dead"]`, true)
-	if got := b.text("p.result"); !strings.HasPrefix(got, "Deleted dead item") || f.state(t, xssID) != 0 {
-		t.Fatalf("delete: %q, state %v", got, f.state(t, xssID))
+	if got := b.text("p.result"); !strings.HasPrefix(got, "Deleted dead item") || f.State(t, webtest.XSSID) != 0 {
+		t.Fatalf("delete: %q, state %v", got, f.State(t, webtest.XSSID))
 	}
 
 	// Back to the queue: one dead item left; delete all dead with the
@@ -258,12 +259,12 @@ func TestBrowser(t *testing.T) {
 	if got := b.text(`.cards [data-k="dead"]`); got != "1" {
 		t.Fatalf("dead after two actions: %s, want 1", got)
 	}
-	b.open(f.tabURL("orders", "dead"))
+	b.open(f.TabURL("orders", "dead"))
 	b.click(`.whole button[data-op="delete-all-dead"]`, true)
 	if got := b.text("p.result"); got != `Deleted 1 dead item of queue "orders".` {
 		t.Fatalf("delete all dead: %q", got)
 	}
-	b.open(f.queueURL("orders"))
+	b.open(f.QueueURL("orders"))
 	if got := b.text(`.cards [data-k="dead"]`); got != "0" {
 		t.Fatalf("dead after delete all: %s", got)
 	}
@@ -285,9 +286,9 @@ func TestBrowser(t *testing.T) {
 
 func TestBrowserReadOnly(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{ReadOnly: true, Refresh: -1})
+	f := webtest.NewFixture(t, dqweb.Options{ReadOnly: true, Refresh: -1})
 	b := newTab(t, 1280, 900)
-	for _, u := range []string{f.base, f.queueURL("orders"), f.tabURL("orders", "dead"), f.tabURL("orders", "scheduled"), f.itemURL("orders", "mail:7")} {
+	for _, u := range []string{f.Base, f.QueueURL("orders"), f.TabURL("orders", "dead"), f.TabURL("orders", "scheduled"), f.ItemURL("orders", "mail:7")} {
 		b.open(u)
 		if n := eval[int](b, `document.querySelectorAll('form[method=post], input[name=csrf], input[name=idx], button[data-op]').length`); n != 0 {
 			t.Errorf("%s: %d forms or buttons in read-only mode", u, n)
@@ -301,7 +302,7 @@ func TestBrowserReadOnly(t *testing.T) {
 	if status != 403 {
 		t.Errorf("POST in read-only mode: %d, want 403", status)
 	}
-	if f.state(t, "mail:7") != redisq.StateDead {
+	if f.State(t, "mail:7") != redisq.StateDead {
 		t.Fatal("read-only dashboard changed the queue")
 	}
 }

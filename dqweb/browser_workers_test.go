@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 )
 
 // The views of issue 24, item 15, in Chromium: who holds the work.
@@ -32,7 +33,7 @@ const absVisible = `(() => {
 // beside it, and the in-flight tab's holder links to its row.
 func TestBrowserWorkers(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
 	b := newTab(t, 1280, 900)
 	for _, script := range []bool{true, false} {
 		if !script {
@@ -40,7 +41,7 @@ func TestBrowserWorkers(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		b.open(f.queueURL("orders"))
+		b.open(f.QueueURL("orders"))
 		if got := b.text("#noworker strong"); !strings.HasPrefix(got, "No live worker: 3 items are due") {
 			t.Errorf("script %v: the warning says %q", script, got)
 		}
@@ -50,7 +51,7 @@ func TestBrowserWorkers(t *testing.T) {
 		if got := b.text(`nav.tabs a[data-state="workers"] .count`); got != "0" {
 			t.Errorf("script %v: Workers tab count %q", script, got)
 		}
-		b.open(f.base)
+		b.open(f.Base)
 		if got := b.text(`tr[data-queue="orders"] .badge.noworker`); got != "no live worker" {
 			t.Errorf("script %v: the overview's badge %q", script, got)
 		}
@@ -59,8 +60,8 @@ func TestBrowserWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w, _ := startWorker(t, f.q, hostileWorker, 2, 2)
-	b.open(f.queueURL("orders"))
+	w, _ := webtest.StartWorker(t, f.Q, webtest.HostileWorker, 2, 2)
+	b.open(f.QueueURL("orders"))
 	if n := eval[int](b, `document.querySelectorAll('#noworker').length`); n != 0 {
 		t.Error("warned with a live worker")
 	}
@@ -90,7 +91,7 @@ func TestBrowserWorkers(t *testing.T) {
 	}
 
 	// The in-flight tab: the holder's link opens its row.
-	b.open(f.tabURL("orders", "inflight"))
+	b.open(f.TabURL("orders", "inflight"))
 	b.noRawText("in-flight tab")
 	if got := b.text(`tr[data-id="charge:1"] td.holder`); got != "–" {
 		t.Errorf("charge:1 (taken by Take) held by %q", got)
@@ -103,7 +104,7 @@ func TestBrowserWorkers(t *testing.T) {
 
 	// On a phone: nothing wider than the screen, the absolute times shown.
 	b.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	b.open(f.tabURL("orders", "workers"))
+	b.open(f.TabURL("orders", "workers"))
 	if over := eval[int](b, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
 		t.Errorf("the Workers tab is %d px wider than the phone", over)
 	}
@@ -120,14 +121,14 @@ func TestBrowserWorkers(t *testing.T) {
 // registration is marked there.
 func TestBrowserRunNow(t *testing.T) {
 	chromiumPath(t)
-	f := newFixture(t, dqweb.Options{Refresh: -1})
-	regs := registerAll(t, f)
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: -1})
+	regs := webtest.RegisterAll(t, f)
 	ctx := context.Background()
 	d := regs["daily"]
 	b := newTab(t, 1280, 900)
-	before := scheduledOrder(t, f.q)
+	before := webtest.ScheduledOrder(t, f.Q)
 
-	b.open(f.itemURL("orders", "late:2"))
+	b.open(f.ItemURL("orders", "late:2"))
 	if got := b.text("#runnow-note"); got != "It is due already: Run now leaves it in its place, ahead of the items due after it." {
 		t.Errorf("the note of an overdue item: %q", got)
 	}
@@ -135,11 +136,11 @@ func TestBrowserRunNow(t *testing.T) {
 	if got := b.text("p.result"); !strings.Contains(got, `Item "late:2" of queue "orders" was already due: left in its place`) {
 		t.Errorf("result %q", got)
 	}
-	if after := scheduledOrder(t, f.q); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := webtest.ScheduledOrder(t, f.Q); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("the order changed:\n got %v\nwant %v", after, before)
 	}
 
-	b.open(f.itemURL("orders", d.EnqueuedID))
+	b.open(f.ItemURL("orders", d.EnqueuedID))
 	at := d.Next.UTC().Format("2006-01-02 15:04:05.000 UTC")
 	if got := b.text("#runnow-note"); got != `An occurrence of recurring "daily", at `+at+`: Run now enqueues an extra run of it, due now, and keeps this occurrence at its time, so the schedule's run still happens.` {
 		t.Errorf("the note by the button: %q", got)
@@ -156,17 +157,17 @@ func TestBrowserRunNow(t *testing.T) {
 	if q := log[len(log)-1]; !strings.Contains(q, `It is an occurrence of recurring "daily": while it waits for its time (`+at+`), an extra run is enqueued, due now, and it stays`) {
 		t.Errorf("the dialog asked %q", q)
 	}
-	if it, err := f.q.Get(ctx, d.EnqueuedID); err != nil || !it.Due.Equal(d.Next) {
+	if it, err := f.Q.Get(ctx, d.EnqueuedID); err != nil || !it.Due.Equal(d.Next) {
 		t.Fatalf("the occurrence after Run now: %+v %v", it, err)
 	}
-	g, _ := f.q.Registration(ctx, "daily")
+	g, _ := f.Q.Registration(ctx, "daily")
 
 	// Orphaned: "hourly" unseen for 10 minutes.
-	now, _ := f.c.Time(ctx).Result()
-	if err := f.c.HSet(ctx, "{dq:orders}:rec:hourly", "sn", now.Add(-10*60e9).UnixMilli()).Err(); err != nil {
+	now, _ := f.C.Time(ctx).Result()
+	if err := f.C.HSet(ctx, "{dq:orders}:rec:hourly", "sn", now.Add(-10*60e9).UnixMilli()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	b.open(f.tabURL("orders", "recurring"))
+	b.open(f.TabURL("orders", "recurring"))
 	if got := b.text(`tr[data-reg="daily"] td.next .abs`); got != at {
 		t.Errorf("daily's next %q, want %q (the occurrence kept)", got, at)
 	}
@@ -186,7 +187,7 @@ func TestBrowserRunNow(t *testing.T) {
 		t.Errorf("a time without its absolute time shown: %s", m)
 	}
 	b.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	b.open(f.tabURL("orders", "recurring"))
+	b.open(f.TabURL("orders", "recurring"))
 	if got := b.text(`tr[data-reg="hourly"] .badge.orphaned`); got != "orphaned" {
 		t.Errorf("phone: hourly's badge %q", got)
 	}

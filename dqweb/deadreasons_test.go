@@ -13,37 +13,13 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
 // Dead letters by cause (issue 24, item 15): the dead tab groups the dead
 // items by reason, lists one cause, and requeues or deletes every dead
 // item of a cause.
-
-// Hostile causes of death: a bidi override, a control sequence, invalid
-// UTF-8 with a newline.
-var hostileReasons = []string{rtlReason, "ctl\x1b[31mred\x07", "bad\xffutf8\nline"}
-
-// dieOf makes dead items of f's "orders", one per id, dead-lettered with
-// reason.
-func dieOf(t testing.TB, f *fixture, reason string, ids ...string) {
-	t.Helper()
-	ctx := context.Background()
-	for _, id := range ids {
-		if err := f.q.Enqueue(ctx, id, []byte("x"), time.Unix(1, 0)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range ids {
-		m, err := f.q.Take(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := m.DeadLetter(ctx, reason); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // reasonRows are the rows of the dead tab's causes, in order: the cause
 // as shown, and the row.
@@ -82,25 +58,25 @@ func formOf(t *testing.T, s, op string) url.Values {
 // (relative and absolute), a link to its list and its actions, asking
 // with the count and the cause escaped; hostile causes are shown escaped.
 func TestDeadReasonsGrouping(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
-	dieOf(t, f, "bad format", "blob:2", "blob:3")
-	for i, why := range hostileReasons {
-		dieOf(t, f, why, fmt.Sprint("hostile:", i))
+	webtest.DieOf(t, f, "bad format", "blob:2", "blob:3")
+	for i, why := range webtest.HostileReasons {
+		webtest.DieOf(t, f, why, fmt.Sprint("hostile:", i))
 	}
 	c := client(t)
-	r := get(t, c, f.tabURL("orders", "dead"))
+	r := get(t, c, f.TabURL("orders", "dead"))
 	checkPage(t, "dead tab", r, 300<<10)
 	if inlineHandler(r.body) {
 		t.Error("an inline handler on the dead tab")
 	}
 	shown, rows := reasonRows(t, r.body)
-	want := []string{"bad format", dqweb.ShownReason(xssReason), dqweb.ShownReason("bad\xffutf8\nline"), dqweb.ShownReason("ctl\x1b[31mred\x07"),
-		"max attempts: smtp 421", dqweb.ShownReason(rtlReason)}
+	want := []string{"bad format", dqweb.ShownReason(webtest.XSSReason), dqweb.ShownReason("bad\xffutf8\nline"), dqweb.ShownReason("ctl\x1b[31mred\x07"),
+		"max attempts: smtp 421", dqweb.ShownReason(webtest.RTLReason)}
 	if fmt.Sprint(shown) != fmt.Sprint(want) {
 		t.Fatalf("causes\n got %q\nwant %q", shown, want)
 	}
-	sum, err := f.q.DeadReasons(ctx, 0)
+	sum, err := f.Q.DeadReasons(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +101,7 @@ func TestDeadReasonsGrouping(t *testing.T) {
 	}
 	// Only the first page groups (a script per 1000 dead items); the
 	// others link to it.
-	if p := get(t, c, f.tabURL("orders", "dead")+"&offset=20").body; strings.Contains(p, `<section id="reasons">`) ||
+	if p := get(t, c, f.TabURL("orders", "dead")+"&offset=20").body; strings.Contains(p, `<section id="reasons">`) ||
 		!strings.Contains(p, `<p class="small muted" id="reasons-link">The dead items grouped by cause are on <a href="/dq/queue?q=orders&amp;state=dead">the first page</a>.</p>`) {
 		t.Errorf("the second page of the dead tab: %s", section(t, p, `<section id="dead"`, "</section>"))
 	}
@@ -133,7 +109,7 @@ func TestDeadReasonsGrouping(t *testing.T) {
 	// Not all grouped: it says so, and the questions say that the newer
 	// items of a cause are acted on too.
 	dqweb.SetDeadReasonScan(t, 4)
-	r = get(t, c, f.tabURL("orders", "dead"))
+	r = get(t, c, f.TabURL("orders", "dead"))
 	if !strings.Contains(r.body, "Grouped the oldest 4 of 8 dead items (the newer ones are not counted here") {
 		t.Errorf("an incomplete grouping: %s", section(t, r.body, `id="grouped"`, "</p>"))
 	}
@@ -150,16 +126,16 @@ func TestDeadReasonsGrouping(t *testing.T) {
 		t.Fatalf("the first requeue-reason form is for %q", form.Get("reasonx"))
 	}
 	form.Set("confirmed", "yes")
-	res := post(t, c, f.base+"action", form)
+	res := post(t, c, f.Base+"action", form)
 	if res.status != http.StatusOK || !strings.Contains(res.body, "Requeued 3 dead items of queue &#34;orders&#34; that died of &#34;bad format&#34;: they are due now.") {
 		t.Fatalf("requeue a cause: %d\n%s", res.status, res.body)
 	}
 	for _, id := range []string{"blob:1", "blob:2", "blob:3"} {
-		if f.state(t, id) != redisq.StateScheduled {
+		if f.State(t, id) != redisq.StateScheduled {
 			t.Errorf("%s not requeued", id)
 		}
 	}
-	if f.state(t, "mail:7") != redisq.StateDead || f.state(t, "hostile:0") != redisq.StateDead {
+	if f.State(t, "mail:7") != redisq.StateDead || f.State(t, "hostile:0") != redisq.StateDead {
 		t.Error("an item of another cause was requeued")
 	}
 }
@@ -171,15 +147,15 @@ func TestDeadReasonsGrouping(t *testing.T) {
 // escaped; bad requests are 400s, and CSRF, cross-origin and read-only
 // refusals apply.
 func TestDeadReasonActions(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
-	for i, why := range hostileReasons {
-		dieOf(t, f, why, fmt.Sprintf("h%d:a", i), fmt.Sprintf("h%d:b", i))
+	f := webtest.NewFixture(t, dqweb.Options{})
+	for i, why := range webtest.HostileReasons {
+		webtest.DieOf(t, f, why, fmt.Sprintf("h%d:a", i), fmt.Sprintf("h%d:b", i))
 	}
-	dieOf(t, f, rtlReason+" ", "near:1") // differs by a trailing space: another cause
+	webtest.DieOf(t, f, webtest.RTLReason+" ", "near:1") // differs by a trailing space: another cause
 	c := client(t)
-	dead := get(t, c, f.tabURL("orders", "dead")).body
+	dead := get(t, c, f.TabURL("orders", "dead")).body
 	shown, rows := reasonRows(t, dead)
-	for i, why := range hostileReasons {
+	for i, why := range webtest.HostileReasons {
 		k := -1
 		for j, s := range shown {
 			if s == dqweb.ShownReason(why) {
@@ -193,7 +169,7 @@ func TestDeadReasonActions(t *testing.T) {
 		if link == nil {
 			t.Fatalf("no link in %s", rows[k])
 		}
-		u := f.srv.URL + html.UnescapeString(link[1])
+		u := f.Srv.URL + html.UnescapeString(link[1])
 		list := get(t, c, u)
 		checkPage(t, fmt.Sprintf("the list of %+q", why), list, 200<<10)
 		ids := regexp.MustCompile(`<article class="deaditem" data-id="([^"]*)"`).FindAllStringSubmatch(list.body, -1)
@@ -209,17 +185,17 @@ func TestDeadReasonActions(t *testing.T) {
 		// cause escaped; nothing changes.
 		op := []string{"requeue-reason", "delete-reason", "requeue-reason"}[i]
 		form := formOf(t, section(t, list.body, `<div class="actions whole">`, "</div>"), op)
-		ask := post(t, c, f.base+"action", form)
+		ask := post(t, c, f.Base+"action", form)
 		checkPage(t, "confirmation of "+op, ask, 100<<10)
 		verb := map[string]string{"requeue-reason": "Requeue", "delete-reason": "Delete"}[op]
 		if !strings.Contains(ask.body, `<p class="question">`+verb+` all 2 dead items of queue &#34;orders&#34; that died of `+html.EscapeString(dqweb.Quoted(why))+`?`) {
 			t.Errorf("the question of %s %+q:\n%s", op, why, section(t, ask.body, `<p class="question">`, "</p>"))
 		}
-		if f.state(t, fmt.Sprintf("h%d:a", i)) != redisq.StateDead {
+		if f.State(t, fmt.Sprintf("h%d:a", i)) != redisq.StateDead {
 			t.Fatal("changed unconfirmed")
 		}
 		// Confirmed, from the confirmation page's form.
-		res := post(t, c, f.base+"action", formOf(t, ask.body, op))
+		res := post(t, c, f.Base+"action", formOf(t, ask.body, op))
 		checkPage(t, "result of "+op, res, 100<<10)
 		done := map[string]string{"requeue-reason": "Requeued 2 dead items of queue &#34;orders&#34; that died of " + html.EscapeString(dqweb.Quoted(why)) + ": they are due now.",
 			"delete-reason": "Deleted 2 dead items of queue &#34;orders&#34; that died of " + html.EscapeString(dqweb.Quoted(why)) + "."}[op]
@@ -228,16 +204,16 @@ func TestDeadReasonActions(t *testing.T) {
 		}
 		want := map[string]redisq.State{"requeue-reason": redisq.StateScheduled, "delete-reason": 0}[op]
 		for _, id := range []string{fmt.Sprintf("h%d:a", i), fmt.Sprintf("h%d:b", i)} {
-			if got := f.state(t, id); got != want {
+			if got := f.State(t, id); got != want {
 				t.Errorf("%s after %s: %v, want %v", id, op, got, want)
 			}
 		}
 	}
-	if f.state(t, "near:1") != redisq.StateDead || f.state(t, "mail:7") != redisq.StateDead {
+	if f.State(t, "near:1") != redisq.StateDead || f.State(t, "mail:7") != redisq.StateDead {
 		t.Fatal("an item of another cause changed")
 	}
 
-	tok := token(t, c, f.tabURL("orders", "dead"))
+	tok := token(t, c, f.TabURL("orders", "dead"))
 	for _, b := range []struct {
 		form   url.Values
 		status int
@@ -252,24 +228,24 @@ func TestDeadReasonActions(t *testing.T) {
 	} {
 		b.form.Set("csrf", tok)
 		b.form.Set("confirmed", "yes")
-		if r := post(t, c, f.base+"action", b.form); r.status != b.status || !strings.Contains(r.body, b.says) {
+		if r := post(t, c, f.Base+"action", b.form); r.status != b.status || !strings.Contains(r.body, b.says) {
 			t.Errorf("%v: %d, want %d saying %q", b.form, r.status, b.status, b.says)
 		}
 	}
-	all := url.Values{"op": {"delete-reason"}, "qx": {hex.EncodeToString([]byte("orders"))}, "reasonx": {hex.EncodeToString([]byte(rtlReason + " "))}, "csrf": {tok}, "confirmed": {"yes"}}
-	if r := post(t, c, f.base+"action", url.Values{"op": all["op"], "qx": all["qx"], "reasonx": all["reasonx"], "confirmed": all["confirmed"]}); r.status != http.StatusForbidden {
+	all := url.Values{"op": {"delete-reason"}, "qx": {hex.EncodeToString([]byte("orders"))}, "reasonx": {hex.EncodeToString([]byte(webtest.RTLReason + " "))}, "csrf": {tok}, "confirmed": {"yes"}}
+	if r := post(t, c, f.Base+"action", url.Values{"op": all["op"], "qx": all["qx"], "reasonx": all["reasonx"], "confirmed": all["confirmed"]}); r.status != http.StatusForbidden {
 		t.Errorf("without a token: %d", r.status)
 	}
-	req, _ := http.NewRequest(http.MethodPost, f.base+"action", strings.NewReader(all.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, f.Base+"action", strings.NewReader(all.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	if r := do(t, c, req); r.status != http.StatusForbidden {
 		t.Errorf("cross-site: %d", r.status)
 	}
-	if f.state(t, "near:1") != redisq.StateDead {
+	if f.State(t, "near:1") != redisq.StateDead {
 		t.Fatal("a refused request deleted")
 	}
-	ro := serve(t, f.c, dqweb.Options{ReadOnly: true})
+	ro := serve(t, f.C, dqweb.Options{ReadOnly: true})
 	rc := client(t)
 	page := get(t, rc, ro+"queue?q=orders&state=dead")
 	if page.status != http.StatusOK || strings.Contains(page.body, `method="post"`) || !strings.Contains(page.body, `<section id="reasons">`) {
@@ -278,11 +254,11 @@ func TestDeadReasonActions(t *testing.T) {
 	if r := post(t, rc, ro+"action", all); r.status != http.StatusForbidden {
 		t.Errorf("read-only: %d", r.status)
 	}
-	if f.state(t, "near:1") != redisq.StateDead {
+	if f.State(t, "near:1") != redisq.StateDead {
 		t.Fatal("a read-only dashboard deleted")
 	}
 	// A filter on another tab, or too long, is a 400.
-	for _, u := range []string{f.tabURL("orders", "scheduled") + "&reason=x", f.tabURL("orders", "dead") + "&reason=" + strings.Repeat("r", dqweb.MaxName+1)} {
+	for _, u := range []string{f.TabURL("orders", "scheduled") + "&reason=x", f.TabURL("orders", "dead") + "&reason=" + strings.Repeat("r", dqweb.MaxName+1)} {
 		if r := get(t, c, u); r.status != http.StatusBadRequest {
 			t.Errorf("%.100s: %d, want 400", u, r.status)
 		}
@@ -293,20 +269,20 @@ func TestDeadReasonActions(t *testing.T) {
 // page examines up to 1000 dead items, so it may hold none of the cause
 // and still have a next page, which goes on to its items.
 func TestDeadReasonPaging(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
 	var ids []string
 	for i := range 1010 {
 		ids = append(ids, fmt.Sprint("common:", i))
 	}
-	dieOf(t, f, "common", ids...)
+	webtest.DieOf(t, f, "common", ids...)
 	time.Sleep(5 * time.Millisecond) // the rare ones die later, by the ms of Redis
-	dieOf(t, f, "rare", "rare:1", "rare:2", "rare:3")
-	if st, _ := f.q.Stats(ctx); st.Dead != 1016 {
+	webtest.DieOf(t, f, "rare", "rare:1", "rare:2", "rare:3")
+	if st, _ := f.Q.Stats(ctx); st.Dead != 1016 {
 		t.Fatalf("%d dead", st.Dead)
 	}
 	c := client(t)
-	u := f.tabURL("orders", "dead") + "&reason=rare"
+	u := f.TabURL("orders", "dead") + "&reason=rare"
 	var seen []string
 	for page := 0; ; page++ {
 		r := get(t, c, u)
@@ -331,7 +307,7 @@ func TestDeadReasonPaging(t *testing.T) {
 		if page > 3 {
 			t.Fatalf("more than 4 pages for 1016 dead items")
 		}
-		u = f.srv.URL + html.UnescapeString(next[1])
+		u = f.Srv.URL + html.UnescapeString(next[1])
 		if !strings.Contains(u, "reason=rare") {
 			t.Fatalf("the next page %s loses the filter", u)
 		}
@@ -347,24 +323,24 @@ func TestDeadReasonPaging(t *testing.T) {
 func TestPartitionedDeadReasons(t *testing.T) {
 	f := newPFixture(t, dqweb.Options{})
 	c := client(t)
-	r := get(t, c, f.tabURL(pname, "dead"))
+	r := get(t, c, f.TabURL(pname, "dead"))
 	checkPage(t, "dead tab", r, 200<<10)
 	shown, rows := reasonRows(t, r.body)
 	if fmt.Sprint(shown) != "[bad input]" || !strings.Contains(rows[0], `<td class="n" data-k="count">3</td>`) ||
 		!strings.Contains(rows[0], `data-confirm="Requeue all 3 dead items of queue &#34;jobs&#34; (3 partitions) that died of &#34;bad input&#34;?`) {
 		t.Fatalf("causes %q:\n%s", shown, rows)
 	}
-	list := get(t, c, f.tabURL(pname, "dead")+"&reason=bad+input")
+	list := get(t, c, f.TabURL(pname, "dead")+"&reason=bad+input")
 	ids := regexp.MustCompile(`<article class="deaditem" data-id="([^"]*)"`).FindAllStringSubmatch(list.body, -1)
 	if len(ids) != 3 || strings.Count(list.body, `<span class="muted part" data-part=`) != 3 {
 		t.Errorf("the list of the cause: %d items", len(ids))
 	}
-	if none := get(t, c, f.tabURL(pname, "dead")+"&reason=other"); strings.Contains(none.body, `<article class="deaditem"`) || !strings.Contains(none.body, "no dead items of this cause") {
+	if none := get(t, c, f.TabURL(pname, "dead")+"&reason=other"); strings.Contains(none.body, `<article class="deaditem"`) || !strings.Contains(none.body, "no dead items of this cause") {
 		t.Errorf("the list of a cause none died of:\n%s", section(t, none.body, `<p class="pager">`, "</p>"))
 	}
 	form := formOf(t, section(t, list.body, `<div class="actions whole">`, "</div>"), "requeue-reason")
 	form.Set("confirmed", "yes")
-	res := post(t, c, f.base+"action", form)
+	res := post(t, c, f.Base+"action", form)
 	if res.status != http.StatusOK || !strings.Contains(res.body, "Requeued 3 dead items of queue &#34;jobs&#34; (3 partitions) that died of &#34;bad input&#34;: they are due now.") {
 		t.Fatalf("requeue the cause: %d\n%s", res.status, res.body)
 	}

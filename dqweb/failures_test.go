@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -158,8 +159,8 @@ func (scriptsFail) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // opened a queue was reported as "upgrading queue" (redisq.New's
 // wording, which runs its format check first); it is opening it.
 func TestOutageIsNotAnUpgrade(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
-	hooked := redis.NewClient(f.c.Options())
+	f := webtest.NewFixture(t, dqweb.Options{})
+	hooked := redis.NewClient(f.C.Options())
 	t.Cleanup(func() { _ = hooked.Close() })
 	hooked.AddHook(scriptsFail{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}})
 	base := serve(t, hooked, dqweb.Options{})

@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 )
 
 // TestSlowFormIsCut: an action whose body trickles in is answered 408
 // once Options.FormTimeout has passed, on a server without timeouts of
 // its own; an oversized form is a 413.
 func TestSlowFormIsCut(t *testing.T) {
-	f := newFixture(t, dqweb.Options{FormTimeout: 500 * time.Millisecond})
-	u, _ := url.Parse(f.base)
+	f := webtest.NewFixture(t, dqweb.Options{FormTimeout: 500 * time.Millisecond})
+	u, _ := url.Parse(f.Base)
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +43,7 @@ func TestSlowFormIsCut(t *testing.T) {
 	}
 
 	big := url.Values{"op": {"purge"}, "q": {strings.Repeat("q", 70<<10)}}
-	if r := post(t, client(t), f.base+"action", big); r.status != http.StatusRequestEntityTooLarge {
+	if r := post(t, client(t), f.Base+"action", big); r.status != http.StatusRequestEntityTooLarge {
 		t.Errorf("a 70 KiB form: %d, want 413", r.status)
 	}
 }

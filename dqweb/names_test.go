@@ -8,67 +8,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
-
-// Hostile names, ids and reasons: bidi overrides and marks that reorder
-// what is shown, controls, invalid UTF-8, NUL, CR LF, glob characters,
-// spaces HTML would collapse, a leading quote, and a 1 MiB name.
-const (
-	rtlQueue  = "rtl\u202egnp.exe"
-	rtlShown  = `"rtl\u202egnp.exe"`
-	rtlID     = "inv\u202ecod.exe"
-	rtlReason = "paid\u202e\u2066 deifirev\u2069"
-)
-
-var (
-	longName      = strings.Repeat("L", 1<<20)
-	hostileQueues = []string{rtlQueue, "ctl\x1b[31mred\x07", "bad\xffutf8", "glob*?[x]\\", "marks\u200e\u200f\u061c\u202a\u202b\u202c\u202d",
-		"  spaced  ", `"quoted"`, "nul\x00q", "crlf\r\nq", longName}
-	hostileIDs = []string{rtlID, "nul\x00id", "crlf\r\nid", "bad\xfeid", "\u2067iso", "glob*", strings.Repeat("I", 1<<20)}
-)
-
-// rawRunes are what must never reach a page as themselves.
-var rawRunes = regexp.MustCompile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-// hostileFixture adds the hostile queues (one scheduled item each) and,
-// in rtlQueue, an item of each hostile id, dead with reason rtlReason.
-func hostileFixture(t *testing.T) *fixture {
-	t.Helper()
-	f := newFixture(t, dqweb.Options{})
-	ctx := context.Background()
-	for _, name := range hostileQueues {
-		q, err := redisq.New(ctx, f.c, name, redisq.WithMaxAttempts(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := q.EnqueueAfter(ctx, "one", []byte("x"), time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		if name != rtlQueue {
-			continue
-		}
-		for _, id := range hostileIDs {
-			if err := q.Enqueue(ctx, id, []byte("payload of "+id[:min(len(id), 20)]), time.Unix(1, 0)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ms, err := q.TakeBatch(ctx, len(hostileIDs))
-		if err != nil || len(ms) != len(hostileIDs) {
-			t.Fatalf("took %d: %v", len(ms), err)
-		}
-		for _, m := range ms {
-			if _, err := m.DeadLetter(ctx, rtlReason); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return f
-}
 
 // checkPage fails if a page holds a raw control, bidi character or
 // invalid byte, or is larger than bound.
@@ -77,7 +22,7 @@ func checkPage(t *testing.T, what string, r response, bound int) {
 	if r.status != http.StatusOK {
 		t.Errorf("%s: %d\n%.2000s", what, r.status, r.body)
 	}
-	if m := rawRunes.FindString(r.body); m != "" {
+	if m := webtest.RawRunes.FindString(r.body); m != "" {
 		t.Errorf("%s holds %+q raw", what, m)
 	}
 	if !utf8.ValidString(r.body) {
@@ -93,9 +38,9 @@ func checkPage(t *testing.T, what string, r response, bound int) {
 // links and forms still carry the exact values, so they open and act on
 // the right queue and item.
 func TestHostileNames(t *testing.T) {
-	f := hostileFixture(t)
+	f := webtest.HostileFixture(t)
 	c := client(t)
-	ov := get(t, c, f.base)
+	ov := get(t, c, f.Base)
 	checkPage(t, "overview", ov, 200<<10)
 	for _, want := range []string{
 		`<a href="/dq/queue?q=rtl%E2%80%AEgnp.exe">&#34;rtl\u202egnp.exe&#34;</a>`,
@@ -109,21 +54,21 @@ func TestHostileNames(t *testing.T) {
 	}
 	// Every listed queue but the 1 MiB one has a link that opens it.
 	links := regexp.MustCompile(`<td class="qname"><a href="([^"]*)">`).FindAllStringSubmatch(ov.body, -1)
-	if len(links) != len(hostileQueues)-1+3 {
-		t.Errorf("%d queue links, want %d", len(links), len(hostileQueues)-1+3)
+	if len(links) != len(webtest.HostileQueues)-1+3 {
+		t.Errorf("%d queue links, want %d", len(links), len(webtest.HostileQueues)-1+3)
 	}
 	for _, l := range links {
-		u := f.srv.URL + html.UnescapeString(l[1])
+		u := f.Srv.URL + html.UnescapeString(l[1])
 		r := get(t, c, u)
 		checkPage(t, "queue page "+u, r, 200<<10)
 	}
 
-	checkPage(t, "queue page", get(t, c, f.queueURL(rtlQueue)), 400<<10)
-	qp := get(t, c, f.tabURL(rtlQueue, "dead"))
+	checkPage(t, "queue page", get(t, c, f.QueueURL(webtest.RTLQueue)), 400<<10)
+	qp := get(t, c, f.TabURL(webtest.RTLQueue, "dead"))
 	checkPage(t, "dead tab", qp, 400<<10)
 	for _, want := range []string{
-		"<title>" + html.EscapeString(rtlShown) + " · redisq</title>",
-		`<h1>Queue <span class="name">` + html.EscapeString(rtlShown) + `</span></h1>`,
+		"<title>" + html.EscapeString(webtest.RTLShown) + " · redisq</title>",
+		`<h1>Queue <span class="name">` + html.EscapeString(webtest.RTLShown) + `</span></h1>`,
 		html.EscapeString(`"inv\u202ecod.exe"`), html.EscapeString(`"paid\u202e\u2066 deifirev\u2069"`),
 		html.EscapeString(`"nul\x00id"`), html.EscapeString(`"crlf\r\nid"`), html.EscapeString(`"bad\xfeid"`),
 		strings.Repeat("I", 200) + "… (1048576 bytes)",
@@ -139,8 +84,8 @@ func TestHostileNames(t *testing.T) {
 
 	// Each item page opens from its link, and its delete form deletes
 	// exactly that item, whatever bytes its id holds.
-	for _, id := range hostileIDs[:6] {
-		ip := get(t, c, f.itemURL(rtlQueue, id))
+	for _, id := range webtest.HostileIDs[:6] {
+		ip := get(t, c, f.ItemURL(webtest.RTLQueue, id))
 		checkPage(t, "item page of "+dqweb.Quoted(id), ip, 200<<10)
 		form := url.Values{}
 		var del string
@@ -153,15 +98,15 @@ func TestHostileNames(t *testing.T) {
 			form.Set(m[1], html.UnescapeString(m[2]))
 		}
 		form.Set("confirmed", "yes")
-		r := post(t, c, f.base+"action", form)
+		r := post(t, c, f.Base+"action", form)
 		checkPage(t, "result of deleting "+dqweb.Quoted(id), r, 200<<10)
-		q, _ := redisq.New(context.Background(), f.c, rtlQueue)
+		q, _ := redisq.New(context.Background(), f.C, webtest.RTLQueue)
 		if _, err := q.Get(context.Background(), id); err != redisq.ErrNotFound {
 			t.Errorf("deleting %+q from its page: the item is still there (%v)\n%s", id, err, r.body)
 		}
 	}
 	// Braces cannot be in a name: a 400, not a broken page.
-	if r := get(t, c, f.queueURL("br{ace}")); r.status != http.StatusBadRequest || !strings.Contains(r.body, "bad queue name") {
+	if r := get(t, c, f.QueueURL("br{ace}")); r.status != http.StatusBadRequest || !strings.Contains(r.body, "bad queue name") {
 		t.Errorf("braces: %d", r.status)
 	}
 }
@@ -172,7 +117,7 @@ func TestShown(t *testing.T) {
 		"orders":                 "orders",
 		"a b":                    "a b",
 		"a\\u202e":               "a\\u202e",
-		rtlQueue:                 rtlShown,
+		webtest.RTLQueue:         webtest.RTLShown,
 		"":                       `""`,
 		" lead":                  `" lead"`,
 		"two  spaces":            `"two  spaces"`,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -40,9 +41,9 @@ func section(t *testing.T, body, start, end string) string {
 // that fit it, and the confirmation of an action on a whole state names
 // the state and the count.
 func TestQueueTabs(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
-	sum := get(t, c, f.queueURL("orders"))
+	sum := get(t, c, f.QueueURL("orders"))
 	if sum.status != http.StatusOK {
 		t.Fatalf("summary: %d", sum.status)
 	}
@@ -73,7 +74,7 @@ func TestQueueTabs(t *testing.T) {
 			`data-confirm="Delete all 3 dead items of queue &#34;orders&#34;? This cannot be undone."`,
 			`data-many="Requeue {n} dead items of queue &#34;orders&#34;? They become due now, attempts reset."`},
 	} {
-		r := get(t, c, f.tabURL("orders", state))
+		r := get(t, c, f.TabURL("orders", state))
 		if r.status != http.StatusOK || !strings.Contains(r.body, `aria-current="page" class="current" data-state="`+state+`"`) {
 			t.Fatalf("tab %s: %d, not current", state, r.status)
 		}
@@ -86,17 +87,17 @@ func TestQueueTabs(t *testing.T) {
 			t.Errorf("tab %s reloads itself under a selection", state)
 		}
 		// One checkbox per item, in the selection form.
-		if n := strings.Count(r.body, `<input type="checkbox" name="idx" value="`); n != int(fixtureCount[state]) {
+		if n := strings.Count(r.body, `<input type="checkbox" name="idx" value="`); n != int(webtest.FixtureCount[state]) {
 			t.Errorf("tab %s: %d checkboxes", state, n)
 		}
 	}
-	if r := get(t, c, f.queueURL("orders")+"&state=sleeping"); r.status != http.StatusBadRequest {
+	if r := get(t, c, f.QueueURL("orders")+"&state=sleeping"); r.status != http.StatusBadRequest {
 		t.Errorf("unknown tab: %d, want 400", r.status)
 	}
 	// Without the script, the confirmation page of a purge names the state
 	// and the count too.
-	tok := token(t, c, f.queueURL("orders"))
-	r := post(t, c, f.base+"action", url.Values{"op": {"purge"}, "q": {"orders"}, "state": {"dead"}, "csrf": {tok}})
+	tok := token(t, c, f.QueueURL("orders"))
+	r := post(t, c, f.Base+"action", url.Values{"op": {"purge"}, "q": {"orders"}, "state": {"dead"}, "csrf": {tok}})
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Purge 3 dead items of queue &#34;orders&#34;?") {
 		t.Errorf("purge confirmation: %d\n%s", r.status, r.body)
 	}
@@ -106,21 +107,21 @@ func TestQueueTabs(t *testing.T) {
 // and opens its page; spaces around a pasted id are forgiven; a miss says
 // so (404) on the queue page.
 func TestFindByID(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
-	for _, id := range []string{"soon:3", "charge:2", "mail:7", xssID} {
-		u := f.queueURL("orders") + "&" + url.Values{"find": {id}}.Encode()
+	for _, id := range []string{"soon:3", "charge:2", "mail:7", webtest.XSSID} {
+		u := f.QueueURL("orders") + "&" + url.Values{"find": {id}}.Encode()
 		r := get(t, c, u)
 		want := "/dq/item?" + url.Values{"q": {"orders"}, "id": {id}}.Encode()
 		if loc := r.header.Get("Location"); r.status != http.StatusSeeOther || loc != want {
 			t.Errorf("find %q: %d to %q", id, r.status, loc)
 		}
 	}
-	r := get(t, c, f.queueURL("orders")+"&find=+mail%3A7+")
+	r := get(t, c, f.QueueURL("orders")+"&find=+mail%3A7+")
 	if r.status != http.StatusSeeOther || !strings.Contains(r.header.Get("Location"), "id=mail%3A7") {
 		t.Errorf("find with spaces around: %d %q", r.status, r.header.Get("Location"))
 	}
-	r = get(t, c, f.queueURL("orders")+"&find=mail:8")
+	r = get(t, c, f.QueueURL("orders")+"&find=mail:8")
 	if r.status != http.StatusNotFound || !strings.Contains(r.body, "No item &#34;mail:8&#34; in queue &#34;orders&#34;, in any state") ||
 		!strings.Contains(r.body, `value="mail:8"`) {
 		t.Errorf("find a missing id: %d\n%.2000s", r.status, r.body)
@@ -129,9 +130,9 @@ func TestFindByID(t *testing.T) {
 	if !strings.Contains(r.body, `<input type="hidden" name="qx" value="`+hex.EncodeToString([]byte("orders"))+`">`) {
 		t.Error("the search form does not carry the queue as qx")
 	}
-	odd := f.base + "queue?" + url.Values{"qx": {hex.EncodeToString([]byte(oddQueue))}, "find": {"one"}}.Encode()
+	odd := f.Base + "queue?" + url.Values{"qx": {hex.EncodeToString([]byte(webtest.OddQueue))}, "find": {"one"}}.Encode()
 	if r := get(t, c, odd); r.status != http.StatusSeeOther {
-		t.Errorf("find in %q by qx: %d", oddQueue, r.status)
+		t.Errorf("find in %q by qx: %d", webtest.OddQueue, r.status)
 	}
 }
 
@@ -149,10 +150,10 @@ func hexIDs(ids ...string) []string {
 // those; run now makes scheduled items due now; a selection is at most a
 // page; ids gone or in another state are reported.
 func TestSelectionActions(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
 	ctx := context.Background()
-	tok := token(t, c, f.tabURL("orders", "dead"))
+	tok := token(t, c, f.TabURL("orders", "dead"))
 	form := func(op, state string, confirmed bool, ids ...string) url.Values {
 		v := url.Values{"op": {op}, "qx": {hex.EncodeToString([]byte("orders"))}, "state": {state}, "csrf": {tok}, "idx": hexIDs(ids...)}
 		if confirmed {
@@ -160,19 +161,19 @@ func TestSelectionActions(t *testing.T) {
 		}
 		return v
 	}
-	r := post(t, c, f.base+"action", form("requeue", "dead", false, "mail:7", "blob:1"))
+	r := post(t, c, f.Base+"action", form("requeue", "dead", false, "mail:7", "blob:1"))
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Requeue 2 dead items of queue &#34;orders&#34;? They become due now, attempts reset.") ||
 		strings.Count(r.body, `name="idx"`) != 2 {
 		t.Fatalf("confirmation of a selection: %d\n%s", r.status, r.body)
 	}
-	if f.state(t, "mail:7") != redisq.StateDead {
+	if f.State(t, "mail:7") != redisq.StateDead {
 		t.Fatal("an unconfirmed selection changed an item")
 	}
-	r = post(t, c, f.base+"action", form("requeue", "dead", true, "mail:7", "blob:1"))
+	r = post(t, c, f.Base+"action", form("requeue", "dead", true, "mail:7", "blob:1"))
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Requeued 2 dead items of queue &#34;orders&#34;: they are due now.") {
 		t.Fatalf("requeue 2: %d\n%s", r.status, r.body)
 	}
-	if f.state(t, "mail:7") != redisq.StateScheduled || f.state(t, "blob:1") != redisq.StateScheduled || f.state(t, xssID) != redisq.StateDead {
+	if f.State(t, "mail:7") != redisq.StateScheduled || f.State(t, "blob:1") != redisq.StateScheduled || f.State(t, webtest.XSSID) != redisq.StateDead {
 		t.Fatal("requeue of a selection did not change exactly the selected items")
 	}
 	if !strings.Contains(r.body, `href="/dq/queue?q=orders&amp;state=dead" id="back"`) {
@@ -180,37 +181,37 @@ func TestSelectionActions(t *testing.T) {
 	}
 
 	// Run now: soon:1 and soon:2 become due, later:1 stays.
-	r = post(t, c, f.base+"action", form("run-now", "scheduled", true, "soon:1", "soon:2"))
+	r = post(t, c, f.Base+"action", form("run-now", "scheduled", true, "soon:1", "soon:2"))
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Made 2 items of queue &#34;orders&#34; due now.") {
 		t.Fatalf("run now: %d\n%s", r.status, r.body)
 	}
-	now, err := f.c.Time(ctx).Result()
+	now, err := f.C.Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for id, due := range map[string]bool{"soon:1": true, "soon:2": true, "soon:3": false} {
-		it, err := f.q.Get(ctx, id)
+		it, err := f.Q.Get(ctx, id)
 		if err != nil || (it.Due.After(now.Add(time.Millisecond))) == due || it.State != redisq.StateScheduled {
 			t.Errorf("%s after run now: due %v (now %v) %v", id, it.Due, now, err)
 		}
 	}
 	// Run now of an in-flight item changes nothing.
-	r = post(t, c, f.base+"action", form("run-now", "scheduled", true, "charge:1"))
+	r = post(t, c, f.Base+"action", form("run-now", "scheduled", true, "charge:1"))
 	if r.status != http.StatusConflict || !strings.Contains(r.body, "is in flight") {
 		t.Errorf("run now in flight: %d\n%s", r.status, r.body)
 	}
 
 	// Delete a mix: a scheduled item, an in-flight one (marked), one gone.
-	r = post(t, c, f.base+"action", form("delete", "", true, "soon:3", "charge:2", "nope"))
+	r = post(t, c, f.Base+"action", form("delete", "", true, "soon:3", "charge:2", "nope"))
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Deleted 1 item of queue &#34;orders&#34;. Marked 1 in-flight item") ||
 		!strings.Contains(r.body, "Gone meanwhile (acked or deleted): &#34;nope&#34;.") {
 		t.Fatalf("delete a mix: %d\n%s", r.status, r.body)
 	}
-	if f.state(t, "soon:3") != 0 || f.state(t, "charge:2") != redisq.StateInFlight {
+	if f.State(t, "soon:3") != 0 || f.State(t, "charge:2") != redisq.StateInFlight {
 		t.Fatal("delete of a mix")
 	}
 	// Requeue of items that are not dead: nothing changes, 409.
-	r = post(t, c, f.base+"action", form("requeue", "dead", true, "soon:4", "soon:5"))
+	r = post(t, c, f.Base+"action", form("requeue", "dead", true, "soon:4", "soon:5"))
 	if r.status != http.StatusConflict || !strings.Contains(r.body, "Nothing changed for 2 items, not dead (any more): &#34;soon:4&#34;, &#34;soon:5&#34;.") {
 		t.Errorf("requeue of scheduled items: %d\n%s", r.status, r.body)
 	}
@@ -220,18 +221,18 @@ func TestSelectionActions(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprint("x", i)
 	}
-	if r := post(t, c, f.base+"action", form("delete", "", true, many...)); r.status != http.StatusBadRequest || !strings.Contains(r.body, "at most 50 at once") {
+	if r := post(t, c, f.Base+"action", form("delete", "", true, many...)); r.status != http.StatusBadRequest || !strings.Contains(r.body, "at most 50 at once") {
 		t.Errorf("%d ids: %d\n%s", len(many), r.status, r.body)
 	}
-	if r := post(t, c, f.base+"action", form("delete", "", true)); r.status != http.StatusBadRequest || !strings.Contains(r.body, "select one or more items") {
+	if r := post(t, c, f.Base+"action", form("delete", "", true)); r.status != http.StatusBadRequest || !strings.Contains(r.body, "select one or more items") {
 		t.Errorf("no ids: %d", r.status)
 	}
-	f.audit(t)
+	audit(t, f)
 }
 
-func (f *fixture) audit(t *testing.T) {
+func audit(t *testing.T, f *webtest.Fixture) {
 	t.Helper()
-	r, err := f.q.Audit(context.Background())
+	r, err := f.Q.Audit(context.Background())
 	if err != nil || !r.OK() {
 		t.Fatalf("audit: %v %v", err, r.Problems)
 	}
@@ -241,57 +242,57 @@ func (f *fixture) audit(t *testing.T) {
 // and its page, which offers Resume instead of Pause; both ask first and
 // are refused in read-only mode.
 func TestPauseResumeOnTheDashboard(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
 	ctx := context.Background()
-	qp := get(t, c, f.queueURL("orders")).body
+	qp := get(t, c, f.QueueURL("orders")).body
 	if !strings.Contains(qp, `data-op="pause"`) || strings.Contains(qp, `class="badge paused"`) {
 		t.Fatal("a running queue: no Pause button, or marked paused")
 	}
 	if !strings.Contains(qp, `data-confirm="Pause queue &#34;orders&#34;? Consumers take nothing until it is resumed; enqueues, acks and admin actions go on."`) {
 		t.Error("the Pause button does not ask")
 	}
-	tok := token(t, c, f.queueURL("orders"))
-	r := post(t, c, f.base+"action", url.Values{"op": {"pause"}, "q": {"orders"}, "csrf": {tok}})
+	tok := token(t, c, f.QueueURL("orders"))
+	r := post(t, c, f.Base+"action", url.Values{"op": {"pause"}, "q": {"orders"}, "csrf": {tok}})
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Pause queue &#34;orders&#34;?") {
 		t.Fatalf("pause unconfirmed: %d", r.status)
 	}
-	if p, _ := f.q.Paused(ctx); p {
+	if p, _ := f.Q.Paused(ctx); p {
 		t.Fatal("paused unconfirmed")
 	}
-	r = post(t, c, f.base+"action", url.Values{"op": {"pause"}, "q": {"orders"}, "csrf": {tok}, "confirmed": {"yes"}})
+	r = post(t, c, f.Base+"action", url.Values{"op": {"pause"}, "q": {"orders"}, "csrf": {tok}, "confirmed": {"yes"}})
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Paused queue &#34;orders&#34;") {
 		t.Fatalf("pause: %d\n%s", r.status, r.body)
 	}
-	if p, err := f.q.Paused(ctx); err != nil || !p {
+	if p, err := f.Q.Paused(ctx); err != nil || !p {
 		t.Fatalf("not paused: %v", err)
 	}
-	row := section(t, get(t, c, f.base).body, `data-queue="orders"`, "</tr>")
+	row := section(t, get(t, c, f.Base).body, `data-queue="orders"`, "</tr>")
 	if !strings.Contains(row, `<span class="badge paused"`) {
 		t.Errorf("the overview does not mark the queue paused:\n%s", row)
 	}
-	qp = get(t, c, f.queueURL("orders")).body
+	qp = get(t, c, f.QueueURL("orders")).body
 	if !strings.Contains(qp, `<span class="badge paused"`) || !strings.Contains(qp, `data-op="resume"`) || strings.Contains(qp, `data-op="pause"`) {
 		t.Error("the page of a paused queue: no badge or no Resume button")
 	}
-	if r := post(t, c, f.base+"action", url.Values{"op": {"pause"}, "q": {"orders"}, "csrf": {tok}, "confirmed": {"yes"}}); !strings.Contains(r.body, "is already paused; nothing changed") {
+	if r := post(t, c, f.Base+"action", url.Values{"op": {"pause"}, "q": {"orders"}, "csrf": {tok}, "confirmed": {"yes"}}); !strings.Contains(r.body, "is already paused; nothing changed") {
 		t.Errorf("pause again: %s", r.body)
 	}
-	r = post(t, c, f.base+"action", url.Values{"op": {"resume"}, "q": {"orders"}, "csrf": {tok}, "confirmed": {"yes"}})
+	r = post(t, c, f.Base+"action", url.Values{"op": {"resume"}, "q": {"orders"}, "csrf": {tok}, "confirmed": {"yes"}})
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Resumed queue &#34;orders&#34;") {
 		t.Fatalf("resume: %d\n%s", r.status, r.body)
 	}
-	if p, _ := f.q.Paused(ctx); p {
+	if p, _ := f.Q.Paused(ctx); p {
 		t.Fatal("still paused")
 	}
 	// Cross-site, it is refused like every action.
-	req, _ := http.NewRequest(http.MethodPost, f.base+"action", strings.NewReader(url.Values{"op": {"pause"}, "q": {"orders"}, "csrf": {tok}, "confirmed": {"yes"}}.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, f.Base+"action", strings.NewReader(url.Values{"op": {"pause"}, "q": {"orders"}, "csrf": {tok}, "confirmed": {"yes"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	if r := do(t, c, req); r.status != http.StatusForbidden {
 		t.Errorf("cross-site pause: %d", r.status)
 	}
-	if p, _ := f.q.Paused(ctx); p {
+	if p, _ := f.Q.Paused(ctx); p {
 		t.Fatal("paused cross-site")
 	}
 }
@@ -299,17 +300,17 @@ func TestPauseResumeOnTheDashboard(t *testing.T) {
 // TestPagerPastTheEnd: an offset past the end (up to 2^63-1) says so,
 // and every link of the pager is an offset within the list.
 func TestPagerPastTheEnd(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
 	for i := range 120 {
-		if _, err := f.q.EnqueueAfter(ctx, fmt.Sprintf("p%03d", i), nil, 2*time.Hour); err != nil {
+		if _, err := f.Q.EnqueueAfter(ctx, fmt.Sprintf("p%03d", i), nil, 2*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := client(t)
 	offsets := regexp.MustCompile(`href="[^"]*offset=(-?\d+)[^"]*" rel="(\w+)"`)
 	for _, off := range []int64{5000, 131, math.MaxInt64, math.MaxInt64 - 10, 130, 0, 60} {
-		r := get(t, c, f.tabURL("orders", "scheduled")+"&offset="+strconv.FormatInt(off, 10))
+		r := get(t, c, f.TabURL("orders", "scheduled")+"&offset="+strconv.FormatInt(off, 10))
 		if r.status != http.StatusOK {
 			t.Fatalf("offset %d: %d", off, r.status)
 		}
@@ -335,7 +336,7 @@ func TestPagerPastTheEnd(t *testing.T) {
 		}
 	}
 	// Pages within the list: 61-110 of 131, next 110, last 100.
-	r := get(t, c, f.tabURL("orders", "scheduled")+"&offset=60")
+	r := get(t, c, f.TabURL("orders", "scheduled")+"&offset=60")
 	if p := section(t, r.body, `<p class="pager">`, "</p>"); !strings.Contains(p, "61–110 of 131") {
 		t.Errorf("pager %q", p)
 	}
@@ -344,32 +345,32 @@ func TestPagerPastTheEnd(t *testing.T) {
 // TestWording: "1 byte", "after 1 attempt", and a lateness bar of the
 // first bucket is "on time", not "late by at most 0".
 func TestWording(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
 	ctx := context.Background()
-	if err := f.q.Enqueue(ctx, "tiny", []byte("x"), time.Unix(1, 0)); err != nil {
+	if err := f.Q.Enqueue(ctx, "tiny", []byte("x"), time.Unix(1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	m, err := f.q.Take(ctx)
+	m, err := f.Q.Take(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.DeadLetter(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
-	it := get(t, c, f.itemURL("orders", "tiny")).body
+	it := get(t, c, f.ItemURL("orders", "tiny")).body
 	if !strings.Contains(it, `data-k="size">1 byte, text<`) {
 		t.Errorf("item page: %s", section(t, it, `data-k="size"`, "</dd>"))
 	}
-	dead := get(t, c, f.tabURL("orders", "dead")).body
+	dead := get(t, c, f.TabURL("orders", "dead")).body
 	if strings.Contains(dead, "1 attempts") || !strings.Contains(dead, "after 1 attempt</span>") {
 		t.Errorf("dead tab says %q", regexp.MustCompile(`after \d+ attempts?`).FindAllString(dead, -1))
 	}
 	// Deliveries on time: the first bucket of the lateness chart.
-	if _, err := f.q.EnqueueAfter(ctx, "ontime", nil, 0); err != nil {
+	if _, err := f.Q.EnqueueAfter(ctx, "ontime", nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	sum := get(t, c, f.queueURL("orders")).body
+	sum := get(t, c, f.QueueURL("orders")).body
 	if strings.Contains(sum, "at most 0<") || !regexp.MustCompile(`<title>\d+ deliver(y|ies) on time \(to the millisecond\)</title>`).MatchString(sum) {
 		t.Errorf("lateness tooltips: %q", regexp.MustCompile(`<title>[^<]*deliver[^<]*</title>`).FindAllString(sum, 3))
 	}
@@ -380,10 +381,10 @@ func TestWording(t *testing.T) {
 // the share not acked. Here 4 deliveries: 2 acked, 1 nacked, 1
 // dead-lettered: 50%.
 func TestCountersAndErrorRate(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
 	ctx := context.Background()
-	first := get(t, c, f.queueURL("orders")).body
+	first := get(t, c, f.QueueURL("orders")).body
 	for _, k := range []string{"enqueued", "delivered", "acked", "nacked", "expired", "dead-lettered", "cancelled", "rescheduled", "requeued", "deleted", "failed"} {
 		if !strings.Contains(first, `<tr data-counter="`+k+`">`) {
 			t.Errorf("no counter %s", k)
@@ -393,13 +394,13 @@ func TestCountersAndErrorRate(t *testing.T) {
 		t.Errorf("error rate from one reading: %q", got)
 	}
 	for i := range 4 {
-		if _, err := f.q.EnqueueAfter(ctx, fmt.Sprint("job:", i), nil, 0); err != nil {
+		if _, err := f.Q.EnqueueAfter(ctx, fmt.Sprint("job:", i), nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var ms []*redisq.Message
 	for len(ms) < 4 {
-		m, err := f.q.Take(ctx)
+		m, err := f.Q.Take(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,11 +425,11 @@ func TestCountersAndErrorRate(t *testing.T) {
 	// The window starts at the first reading: over it, 4+3 deliveries
 	// (the fixture's 3 overdue items, acked), 2+3 acks, in flight
 	// unchanged: 2 failed of 7 ended.
-	body := get(t, c, f.queueURL("orders")).body
+	body := get(t, c, f.QueueURL("orders")).body
 	if got := count(t, body, "errors"); got != "28.6%" {
 		t.Errorf("error rate %q, want 28.6%% (2 failed of 7 ended)", got)
 	}
-	row := section(t, get(t, c, f.base).body, `data-queue="orders"`, "</tr>")
+	row := section(t, get(t, c, f.Base).body, `data-queue="orders"`, "</tr>")
 	if got := count(t, row, "errors"); got != "28.6%" {
 		t.Errorf("overview error rate %q", got)
 	}

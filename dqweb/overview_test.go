@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -28,48 +29,14 @@ func overviewOrder(body string) []string {
 	return out
 }
 
-// sickQueues adds to f: "alpha" with 4 items overdue by 5 minutes, "zeta"
-// with 5 dead items.
-func sickQueues(t testing.TB, f *fixture) {
-	t.Helper()
-	ctx := context.Background()
-	alpha, err := redisq.New(ctx, f.c, "alpha")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4 {
-		if err := alpha.Enqueue(ctx, fmt.Sprint("a", i), nil, time.Now().Add(-5*time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	zeta, err := redisq.New(ctx, f.c, "zeta", redisq.WithMaxAttempts(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		if _, err := zeta.EnqueueAfter(ctx, fmt.Sprint("z", i), nil, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 5 {
-		m, err := zeta.Take(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := m.DeadLetter(ctx, "broken"); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestOverviewSorts: each sortable column's head is a link that sorts by
 // it, worst first, and, sorted, turns it around; ties go by name, unknown
 // error rates last; the pager keeps the sort; a bad sort is a 400.
 func TestOverviewSorts(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
-	sickQueues(t, f)
+	f := webtest.NewFixture(t, dqweb.Options{})
+	webtest.SickQueues(t, f)
 	c := client(t)
-	odd := oddQueue
+	odd := webtest.OddQueue
 	for _, s := range []struct {
 		query string
 		want  []string
@@ -83,13 +50,13 @@ func TestOverviewSorts(t *testing.T) {
 		{"?sort=scheduled", []string{"orders", "alpha", "emails", odd, "zeta"}},
 		{"?sort=inflight", []string{"orders", "alpha", "emails", odd, "zeta"}},
 	} {
-		r := get(t, c, f.base+s.query)
+		r := get(t, c, f.Base+s.query)
 		if got := overviewOrder(r.body); r.status != http.StatusOK || fmt.Sprint(got) != fmt.Sprint(s.want) {
 			t.Errorf("overview%s: %d\n got %q\nwant %q", s.query, r.status, got, s.want)
 		}
 	}
 	// The heads: links, the current one marked, and turned around.
-	body := get(t, c, f.base+"?sort=dead").body
+	body := get(t, c, f.Base+"?sort=dead").body
 	head := section(t, body, "<thead>", "</thead>")
 	for _, want := range []string{
 		`<th class="n" aria-sort="descending" data-sort="dead"><a href="/dq/?dir=asc&amp;sort=dead" class="sort">Dead ▼</a></th>`,
@@ -105,7 +72,7 @@ func TestOverviewSorts(t *testing.T) {
 		t.Errorf("alpha's oldest overdue: %s", row)
 	}
 	for _, q := range []string{"?sort=bogus", "?sort=dead&dir=up"} {
-		if r := get(t, c, f.base+q); r.status != http.StatusBadRequest {
+		if r := get(t, c, f.Base+q); r.status != http.StatusBadRequest {
 			t.Errorf("overview%s: %d, want 400", q, r.status)
 		}
 	}
@@ -113,10 +80,10 @@ func TestOverviewSorts(t *testing.T) {
 	// By error rate: alpha 50% (one acked, one dead), emails 0% (one
 	// acked), the others unknown (nothing ended), last, by name.
 	ctx := context.Background()
-	get(t, c, f.base) // the first reading of every queue
+	get(t, c, f.Base) // the first reading of every queue
 	settle := func(name string, ack, fail int) {
 		t.Helper()
-		q, err := redisq.New(ctx, f.c, name, redisq.WithMaxAttempts(1))
+		q, err := redisq.New(ctx, f.C, name, redisq.WithMaxAttempts(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +103,7 @@ func TestOverviewSorts(t *testing.T) {
 		}
 	}
 	settle("alpha", 1, 1)
-	emails, err := redisq.New(ctx, f.c, "emails")
+	emails, err := redisq.New(ctx, f.C, "emails")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +112,7 @@ func TestOverviewSorts(t *testing.T) {
 	}
 	settle("emails", 1, 0)
 	time.Sleep(1100 * time.Millisecond) // rates need readings a second apart
-	r := get(t, c, f.base+"?sort=errors")
+	r := get(t, c, f.Base+"?sort=errors")
 	if got := overviewOrder(r.body); fmt.Sprint(got) != fmt.Sprint([]string{"alpha", "emails", "orders", odd, "zeta"}) {
 		t.Errorf("by error rate: %q", got)
 	}
@@ -158,12 +125,12 @@ func TestOverviewSorts(t *testing.T) {
 // listed queue (up to a bound, which it then states), sorts them, and
 // pages through the sorted list; its pager keeps the sort.
 func TestOverviewSortPages(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
 	// 110 more queues, q000..q109, q<i> with i%7 dead items.
 	for i := range 110 {
 		name := fmt.Sprintf("q%03d", i)
-		q, err := redisq.New(ctx, f.c, name, redisq.WithMaxAttempts(1))
+		q, err := redisq.New(ctx, f.C, name, redisq.WithMaxAttempts(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +154,7 @@ func TestOverviewSortPages(t *testing.T) {
 	}
 	c := client(t)
 	var all []string
-	u := f.base + "?sort=dead"
+	u := f.Base + "?sort=dead"
 	for page := 0; ; page++ {
 		r := get(t, c, u)
 		all = append(all, overviewOrder(r.body)...)
@@ -195,7 +162,7 @@ func TestOverviewSortPages(t *testing.T) {
 		if next == nil {
 			break
 		}
-		if u = f.srv.URL + html.UnescapeString(next[1]); !strings.Contains(u, "sort=dead") || page > 1 {
+		if u = f.Srv.URL + html.UnescapeString(next[1]); !strings.Contains(u, "sort=dead") || page > 1 {
 			t.Fatalf("the next page %s", u)
 		}
 	}
@@ -208,7 +175,7 @@ func TestOverviewSortPages(t *testing.T) {
 	}
 	// Past the bound: the first by name are sorted, and it says so.
 	dqweb.SetMaxSorted(t, 50)
-	r := get(t, c, f.base+"?sort=dead")
+	r := get(t, c, f.Base+"?sort=dead")
 	if note := section(t, r.body, `id="sortnote"`, "</p>"); !strings.Contains(note, "Sorted among the first 50 queues by name, of the 113 listed") {
 		t.Errorf("the note: %s", note)
 	}
@@ -220,30 +187,30 @@ func TestOverviewSortPages(t *testing.T) {
 // TestPausedSince: a paused queue says since when, relative and absolute,
 // on the overview and on its page.
 func TestPausedSince(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
-	if err := f.q.Pause(ctx); err != nil {
+	if err := f.Q.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.q.Stats(ctx)
+	st, err := f.Q.Stats(ctx)
 	if err != nil || st.PausedSince.IsZero() {
 		t.Fatalf("paused since %v: %v", st.PausedSince, err)
 	}
 	abs := st.PausedSince.UTC().Format("2006-01-02 15:04:05.000 UTC")
 	c := client(t)
-	row := overviewRowOf(t, get(t, c, f.base).body, "orders")
+	row := overviewRowOf(t, get(t, c, f.Base).body, "orders")
 	if !strings.Contains(row, `<span class="since">paused since <time datetime="`+st.PausedSince.UTC().Format(time.RFC3339Nano)+`" title="`+abs+`">`) ||
 		!strings.Contains(row, `<span class="abs">`+abs+`</span></span>`) {
 		t.Errorf("the overview's row: %s", row)
 	}
-	qp := get(t, c, f.queueURL("orders")).body
+	qp := get(t, c, f.QueueURL("orders")).body
 	if since := section(t, qp, `<p class="since" id="paused-since">`, "</p>"); !strings.Contains(since, "Paused since <time") || !strings.Contains(since, abs) {
 		t.Errorf("the queue page: %s", since)
 	}
-	if err := f.q.Resume(ctx); err != nil {
+	if err := f.Q.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if qp := get(t, c, f.queueURL("orders")).body; strings.Contains(qp, `id="paused-since"`) || strings.Contains(overviewRowOf(t, get(t, c, f.base).body, "orders"), "paused since") {
+	if qp := get(t, c, f.QueueURL("orders")).body; strings.Contains(qp, `id="paused-since"`) || strings.Contains(overviewRowOf(t, get(t, c, f.Base).body, "orders"), "paused since") {
 		t.Error("a resumed queue still says since when it is paused")
 	}
 }
@@ -252,18 +219,18 @@ func TestPausedSince(t *testing.T) {
 // the tabs, the cards, the pager and the reports of actions; data
 // attributes keep the plain number.
 func TestThousandsSeparators(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
-	fill(t, f.c, "emails", 12_345)
+	f := webtest.NewFixture(t, dqweb.Options{})
+	webtest.Fill(t, f.C, "emails", 12_345)
 	c := client(t)
-	if row := overviewRowOf(t, get(t, c, f.base).body, "emails"); !strings.Contains(row, `<td class="n" data-k="scheduled">12,346</td>`) {
+	if row := overviewRowOf(t, get(t, c, f.Base).body, "emails"); !strings.Contains(row, `<td class="n" data-k="scheduled">12,346</td>`) {
 		t.Errorf("overview: %s", row)
 	}
-	qp := get(t, c, f.queueURL("emails")).body
+	qp := get(t, c, f.QueueURL("emails")).body
 	if !strings.Contains(qp, `<span class="v" data-k="scheduled">12,346</span>`) ||
 		!strings.Contains(section(t, qp, `<nav class="tabs"`, "</nav>"), `<span class="count" data-count="12346">12,346</span>`) {
 		t.Error("the queue page's counts lack separators")
 	}
-	tab := get(t, c, f.tabURL("emails", "scheduled")).body
+	tab := get(t, c, f.TabURL("emails", "scheduled")).body
 	if p := section(t, tab, `<p class="pager">`, "</p>"); !strings.Contains(p, "1–50 of 12,346") {
 		t.Errorf("pager: %s", p)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
@@ -27,7 +28,7 @@ import (
 //     "keyed", due in 3h, enqueued under the ordering key keyedKey, whose
 //     partition is not the id's.
 type pfixture struct {
-	*fixture
+	*webtest.Fixture
 	p        *redisq.Partitioned
 	run      [3][]string // in flight, by partition
 	dead     [3]string   // dead, by partition
@@ -38,9 +39,9 @@ const pname = "jobs"
 
 func newPFixture(t *testing.T, opt dqweb.Options) *pfixture {
 	t.Helper()
-	f := &pfixture{fixture: newFixture(t, opt)}
+	f := &pfixture{Fixture: webtest.NewFixture(t, opt)}
 	ctx := context.Background()
-	p, err := redisq.NewPartitioned(ctx, f.c, pname, 3, redisq.WithMaxAttempts(1), redisq.WithVisibilityTimeout(10*time.Minute))
+	p, err := redisq.NewPartitioned(ctx, f.C, pname, 3, redisq.WithMaxAttempts(1), redisq.WithVisibilityTimeout(10*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestPartitionedOverviewIsOneRow(t *testing.T) {
 			t.Errorf("ordinary queues are missing")
 		}
 	}
-	ov := get(t, c, f.base)
+	ov := get(t, c, f.Base)
 	if ov.status != http.StatusOK {
 		t.Fatalf("overview: %d", ov.status)
 	}
@@ -163,20 +164,20 @@ func TestPartitionedOverviewIsOneRow(t *testing.T) {
 	if err := f.p.Partition(1).Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	row := overviewRow(t, get(t, c, f.base).body, pname)
+	row := overviewRow(t, get(t, c, f.Base).body, pname)
 	if !strings.Contains(row, ">1/3 paused</span>") {
 		t.Errorf("one partition of three paused, row:\n%s", row)
 	}
 	if err := f.p.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	row = overviewRow(t, get(t, c, f.base).body, pname)
+	row = overviewRow(t, get(t, c, f.Base).body, pname)
 	if !strings.Contains(row, ">paused</span>") || strings.Contains(row, "/3 paused") {
 		t.Errorf("every partition paused, row:\n%s", row)
 	}
 	// Options.Queues may name it.
 	only := newPFixture(t, dqweb.Options{Queues: []string{pname, "orders"}})
-	body := get(t, c, only.base).body
+	body := get(t, c, only.Base).body
 	check(body)
 	if n := strings.Count(body, "data-queue="); n != 2 {
 		t.Errorf("%d rows for two queues", n)
@@ -198,7 +199,7 @@ func listIDs(t *testing.T, f *pfixture, body, section string) (ids []string, par
 		parts = append(parts, m[2])
 	}
 	if m := regexp.MustCompile(`<a href="([^"]*)" rel="next">`).FindStringSubmatch(s); m != nil {
-		next = f.srv.URL + html.UnescapeString(m[1])
+		next = f.Srv.URL + html.UnescapeString(m[1])
 	}
 	return ids, parts, next
 }
@@ -206,7 +207,7 @@ func listIDs(t *testing.T, f *pfixture, body, section string) (ids []string, par
 func TestPartitionedQueuePage(t *testing.T) {
 	f := newPFixture(t, dqweb.Options{})
 	c := client(t)
-	qp := get(t, c, f.queueURL(pname))
+	qp := get(t, c, f.QueueURL(pname))
 	if qp.status != http.StatusOK {
 		t.Fatalf("queue page: %d\n%s", qp.status, qp.body)
 	}
@@ -232,7 +233,7 @@ func TestPartitionedQueuePage(t *testing.T) {
 			}
 		}
 		// The partition's own page says whose it is.
-		pp := get(t, c, f.queueURL(pn))
+		pp := get(t, c, f.QueueURL(pn))
 		if !strings.Contains(pp.body, fmt.Sprintf(`Partition %d of the 3 of partitioned queue <a href="/dq/queue?q=jobs">jobs</a>`, i)) {
 			t.Errorf("partition page of %s does not link back:\n%s", pn, pp.body)
 		}
@@ -240,7 +241,7 @@ func TestPartitionedQueuePage(t *testing.T) {
 	// The scheduled tab pages across partitions by cursor: 50 then 11, in
 	// due order, each with its partition.
 	var seen []string
-	u := f.tabURL(pname, "scheduled")
+	u := f.TabURL(pname, "scheduled")
 	for page := 0; ; page++ {
 		r := get(t, c, u)
 		if r.status != http.StatusOK {
@@ -273,16 +274,16 @@ func TestPartitionedQueuePage(t *testing.T) {
 		t.Errorf("listed\n%v\nwant\n%v", seen, want)
 	}
 	// Dead and in flight: every partition's.
-	ids, parts, _ := listIDs(t, f, get(t, c, f.tabURL(pname, "dead")).body, "dead")
+	ids, parts, _ := listIDs(t, f, get(t, c, f.TabURL(pname, "dead")).body, "dead")
 	if len(ids) != 3 || !slices.Contains(parts, "0") || !slices.Contains(parts, "1") || !slices.Contains(parts, "2") {
 		t.Errorf("dead tab: %v in %v", ids, parts)
 	}
-	ids, _, _ = listIDs(t, f, get(t, c, f.tabURL(pname, "inflight")).body, "inflight")
+	ids, _, _ = listIDs(t, f, get(t, c, f.TabURL(pname, "inflight")).body, "inflight")
 	if len(ids) != 6 {
 		t.Errorf("in-flight tab: %v", ids)
 	}
 	for _, bad := range []string{"1,2", "a,b,c", "-1,0,0"} {
-		if r := get(t, c, f.tabURL(pname, "scheduled")+"&cursor="+bad); r.status != http.StatusBadRequest {
+		if r := get(t, c, f.TabURL(pname, "scheduled")+"&cursor="+bad); r.status != http.StatusBadRequest {
 			t.Errorf("cursor %q: %d, want 400", bad, r.status)
 		}
 	}
@@ -293,19 +294,19 @@ func TestPartitionedFind(t *testing.T) {
 	c := client(t)
 	home := f.p.PartitionOf(f.keyedKey)
 	wantURL := "/dq/item?" + url.Values{"q": {f.p.Partition(home).Name()}, "id": {"keyed"}}.Encode()
-	for _, u := range []string{f.queueURL(pname) + "&find=keyed", f.queueURL(pname) + "&find=+keyed+", f.itemURL(pname, "keyed")} {
+	for _, u := range []string{f.QueueURL(pname) + "&find=keyed", f.QueueURL(pname) + "&find=+keyed+", f.ItemURL(pname, "keyed")} {
 		r := get(t, c, u)
 		if r.status != http.StatusSeeOther || r.header.Get("Location") != wantURL {
 			t.Errorf("%s: %d to %q, want 303 to %q", u, r.status, r.header.Get("Location"), wantURL)
 		}
 	}
-	if r := get(t, c, f.srv.URL+wantURL); r.status != http.StatusOK || !strings.Contains(r.body, `data-k="state" class="scheduled"`) {
+	if r := get(t, c, f.Srv.URL+wantURL); r.status != http.StatusOK || !strings.Contains(r.body, `data-k="state" class="scheduled"`) {
 		t.Errorf("item page of the partition: %d", r.status)
 	}
-	if r := get(t, c, f.queueURL(pname)+"&find=nope"); r.status != http.StatusNotFound || !strings.Contains(r.body, "No item &#34;nope&#34;") {
+	if r := get(t, c, f.QueueURL(pname)+"&find=nope"); r.status != http.StatusNotFound || !strings.Contains(r.body, "No item &#34;nope&#34;") {
 		t.Errorf("find nope: %d", r.status)
 	}
-	if r := get(t, c, f.itemURL(pname, "nope")); r.status != http.StatusNotFound {
+	if r := get(t, c, f.ItemURL(pname, "nope")); r.status != http.StatusNotFound {
 		t.Errorf("item nope: %d", r.status)
 	}
 }
@@ -313,10 +314,10 @@ func TestPartitionedFind(t *testing.T) {
 // paction posts an action on queue jobs with a valid token, confirmed.
 func (f *pfixture) paction(t *testing.T, c *http.Client, form url.Values) response {
 	t.Helper()
-	form.Set("csrf", token(t, c, f.queueURL(pname)))
+	form.Set("csrf", token(t, c, f.QueueURL(pname)))
 	form.Set("q", pname)
 	form.Set("confirmed", "yes")
-	return post(t, c, f.base+"action", form)
+	return post(t, c, f.Base+"action", form)
 }
 
 func TestPartitionedActions(t *testing.T) {
@@ -326,7 +327,7 @@ func TestPartitionedActions(t *testing.T) {
 	home := f.p.PartitionOf(f.keyedKey)
 	// The list's row forms name the partition: "keyed" is deleted from
 	// its key's partition, though its id routes elsewhere.
-	body := get(t, c, f.tabURL(pname, "scheduled")+"&cursor=17,17,17").body
+	body := get(t, c, f.TabURL(pname, "scheduled")+"&cursor=17,17,17").body
 	pidx := regexp.MustCompile(`name="pidx" value="(\d\.6b65796564)"`).FindStringSubmatch(body)
 	if pidx == nil || pidx[1][0] != byte('0'+home) {
 		t.Fatalf("no row form of keyed in partition %d: %v", home, pidx)
@@ -357,13 +358,13 @@ func TestPartitionedActions(t *testing.T) {
 	}
 	// The confirmation names the queue, its partitions, the state and the
 	// count, and carries the partitions of the ids.
-	form := url.Values{"op": {"purge"}, "q": {pname}, "state": {"scheduled"}, "csrf": {token(t, c, f.queueURL(pname))}}
-	r = post(t, c, f.base+"action", form)
+	form := url.Values{"op": {"purge"}, "q": {pname}, "state": {"scheduled"}, "csrf": {token(t, c, f.QueueURL(pname))}}
+	r = post(t, c, f.Base+"action", form)
 	if !strings.Contains(r.body, "Purge 61 scheduled items of queue &#34;jobs&#34; (3 partitions)?") {
 		t.Errorf("purge question:\n%s", section(t, r.body, `<p class="question">`, "</p>"))
 	}
-	form = url.Values{"op": {"delete"}, "q": {pname}, "pidx": {sel[0]}, "csrf": {token(t, c, f.queueURL(pname))}}
-	r = post(t, c, f.base+"action", form)
+	form = url.Values{"op": {"delete"}, "q": {pname}, "pidx": {sel[0]}, "csrf": {token(t, c, f.QueueURL(pname))}}
+	r = post(t, c, f.Base+"action", form)
 	if !strings.Contains(r.body, `name="pidx" value="`+sel[0]+`"`) || f.pstate(t, f.p.PartitionOf("s000"), "s000") == 0 {
 		t.Errorf("confirmation of a delete by pidx:\n%s", r.body)
 	}
@@ -385,7 +386,7 @@ func TestPartitionedActions(t *testing.T) {
 	if err := f.p.Partition(0).Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if body := get(t, c, f.queueURL(pname)).body; !strings.Contains(body, ">1/3 paused</span>") || !strings.Contains(body, `data-op="resume"`) {
+	if body := get(t, c, f.QueueURL(pname)).body; !strings.Contains(body, ">1/3 paused</span>") || !strings.Contains(body, `data-op="resume"`) {
 		t.Errorf("queue page with 1 of 3 partitions paused shows no 1/3 or no Resume")
 	}
 	for _, step := range []struct {
@@ -408,14 +409,14 @@ func TestPartitionedActions(t *testing.T) {
 func TestPartitionedReadOnly(t *testing.T) {
 	f := newPFixture(t, dqweb.Options{ReadOnly: true})
 	c := client(t)
-	for _, u := range []string{f.base, f.queueURL(pname), f.tabURL(pname, "dead"), f.tabURL(pname, "scheduled"), f.tabURL(pname, "inflight")} {
+	for _, u := range []string{f.Base, f.QueueURL(pname), f.TabURL(pname, "dead"), f.TabURL(pname, "scheduled"), f.TabURL(pname, "inflight")} {
 		r := get(t, c, u)
 		if r.status != http.StatusOK || strings.Contains(r.body, `method="post"`) || strings.Contains(r.body, "data-op=") || !strings.Contains(r.body, "3 partitions") {
 			t.Errorf("%s in read-only mode: %d, forms shown or no partitions", u, r.status)
 		}
 	}
 	for _, op := range []string{"requeue", "delete", "purge", "pause", "requeue-all"} {
-		r := post(t, c, f.base+"action", url.Values{"op": {op}, "q": {pname}, "pidx": {"0.6b"}, "state": {"dead"}, "csrf": {strings.Repeat("A", 43)}, "confirmed": {"yes"}})
+		r := post(t, c, f.Base+"action", url.Values{"op": {op}, "q": {pname}, "pidx": {"0.6b"}, "state": {"dead"}, "csrf": {strings.Repeat("A", 43)}, "confirmed": {"yes"}})
 		if r.status != http.StatusForbidden || !strings.Contains(r.body, "read-only") {
 			t.Errorf("%s in read-only mode: %d, want 403", op, r.status)
 		}
@@ -430,10 +431,10 @@ func TestPartitionedReadOnly(t *testing.T) {
 // TestPartitionedHostileName: a partitioned queue's hostile name is shown
 // escaped on every page, its partitions' names too, and its links work.
 func TestPartitionedHostileName(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
 	name := "p\u202egnp.exe\x1b[31m\xff"
-	p, err := redisq.NewPartitioned(ctx, f.c, name, 3, redisq.WithMaxAttempts(1))
+	p, err := redisq.NewPartitioned(ctx, f.C, name, 3, redisq.WithMaxAttempts(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,13 +445,13 @@ func TestPartitionedHostileName(t *testing.T) {
 		}
 	}
 	c := client(t)
-	ov := get(t, c, f.base)
+	ov := get(t, c, f.Base)
 	checkPage(t, "overview", ov, 200<<10)
 	shown := `&#34;p\u202egnp.exe\x1b[31m\xff&#34;`
 	if !strings.Contains(ov.body, `">`+shown+`</a> <span class="badge parts"`) {
 		t.Errorf("overview lacks the escaped partitioned name:\n%s", ov.body)
 	}
-	for _, u := range []string{f.queueURL(name), f.tabURL(name, "scheduled"), f.queueURL(p.Partition(1).Name()), f.queueURL(name) + "&find=x1"} {
+	for _, u := range []string{f.QueueURL(name), f.TabURL(name, "scheduled"), f.QueueURL(p.Partition(1).Name()), f.QueueURL(name) + "&find=x1"} {
 		r := get(t, c, u)
 		if strings.Contains(u, "find=") {
 			if r.status != http.StatusSeeOther {
@@ -481,8 +482,8 @@ func TestSelectionRepeats(t *testing.T) {
 	id := "s010"
 	home := f.p.PartitionOf(id)
 	form := url.Values{"op": {"delete"}, "q": {pname}, "idx": {fmt.Sprintf("%x", id)}, "pidx": {fmt.Sprintf("%d.%x", home, id)},
-		"csrf": {token(t, c, f.queueURL(pname))}}
-	if r := post(t, c, f.base+"action", form); r.status != http.StatusBadRequest || !strings.Contains(r.body, "both idx and pidx") {
+		"csrf": {token(t, c, f.QueueURL(pname))}}
+	if r := post(t, c, f.Base+"action", form); r.status != http.StatusBadRequest || !strings.Contains(r.body, "both idx and pidx") {
 		t.Errorf("idx and pidx of one item, unconfirmed: %d, want 400\n%.2000s", r.status, r.body)
 	}
 	if r := f.paction(t, c, form); r.status != http.StatusBadRequest || f.pstate(t, home, id) != redisq.StateScheduled {
@@ -490,8 +491,8 @@ func TestSelectionRepeats(t *testing.T) {
 	}
 	// Ordinary queue: three partitions named, one item.
 	x := fmt.Sprintf("%x", "soon:1")
-	form = url.Values{"op": {"delete"}, "q": {"orders"}, "pidx": {"0." + x, "1." + x, "2." + x}, "csrf": {token(t, c, f.queueURL("orders"))}}
-	r := post(t, c, f.base+"action", form)
+	form = url.Values{"op": {"delete"}, "q": {"orders"}, "pidx": {"0." + x, "1." + x, "2." + x}, "csrf": {token(t, c, f.QueueURL("orders"))}}
+	r := post(t, c, f.Base+"action", form)
 	if q := question(t, r.body); !strings.Contains(q, "Delete item &#34;soon:1&#34; of queue &#34;orders&#34;?") {
 		t.Errorf("question on one item named thrice: %s", q)
 	}
@@ -499,7 +500,7 @@ func TestSelectionRepeats(t *testing.T) {
 		t.Errorf("the confirmation carries %d ids, want 1", n)
 	}
 	form.Set("confirmed", "yes")
-	r = post(t, c, f.base+"action", form)
+	r = post(t, c, f.Base+"action", form)
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Deleted item &#34;soon:1&#34;.") || strings.Contains(r.body, "Gone") {
 		t.Errorf("delete of one item named thrice: %d\n%.3000s", r.status, r.body)
 	}
@@ -510,8 +511,8 @@ func TestSelectionRepeats(t *testing.T) {
 	}
 	kh, kr := f.p.PartitionOf(f.keyedKey), f.p.PartitionOf("keyed")
 	form = url.Values{"op": {"delete"}, "q": {pname}, "pidx": {fmt.Sprintf("%d.%x", kh, "keyed"), fmt.Sprintf("%d.%x", kr, "keyed"), fmt.Sprintf("%d.%x", kh, "keyed")},
-		"csrf": {token(t, c, f.queueURL(pname))}}
-	if q := question(t, post(t, c, f.base+"action", form).body); !strings.Contains(q, "Delete 2 items of queue") {
+		"csrf": {token(t, c, f.QueueURL(pname))}}
+	if q := question(t, post(t, c, f.Base+"action", form).body); !strings.Contains(q, "Delete 2 items of queue") {
 		t.Errorf("question on keyed in two partitions, one named twice: %s", q)
 	}
 }
@@ -529,8 +530,8 @@ func TestItemActionOnItsPartition(t *testing.T) {
 	}
 	hn := f.p.Partition(home).Name()
 	want := fmt.Sprintf("Delete item &#34;keyed&#34; in partition %d (%s) of queue &#34;jobs&#34;?", home, html.EscapeString(dqweb.Quoted(hn)))
-	form := url.Values{"op": {"delete"}, "q": {pname}, "pidx": {fmt.Sprintf("%d.%x", home, "keyed")}, "csrf": {token(t, c, f.queueURL(pname))}}
-	r := post(t, c, f.base+"action", form)
+	form := url.Values{"op": {"delete"}, "q": {pname}, "pidx": {fmt.Sprintf("%d.%x", home, "keyed")}, "csrf": {token(t, c, f.QueueURL(pname))}}
+	r := post(t, c, f.Base+"action", form)
 	if q := question(t, r.body); !strings.Contains(q, want) {
 		t.Errorf("question: %s\nwant %s", q, want)
 	}
@@ -540,7 +541,7 @@ func TestItemActionOnItsPartition(t *testing.T) {
 		t.Errorf("Cancel goes to %v, want %s (not partition %d's item)", m, wantBack, routing)
 	}
 	// The list's row form asks the same, in the words of its state.
-	body := get(t, c, f.tabURL(pname, "scheduled")+"&cursor=20,20,20").body
+	body := get(t, c, f.TabURL(pname, "scheduled")+"&cursor=20,20,20").body
 	if want := strings.Replace(want, "Delete item", "Delete scheduled item", 1); !strings.Contains(body, `data-confirm="`+want) {
 		t.Errorf("the list's row forms of keyed do not ask %s", want)
 	}
@@ -559,13 +560,13 @@ func TestItemActionOnItsPartition(t *testing.T) {
 func TestPartitionedItemPageIsExact(t *testing.T) {
 	f := newPFixture(t, dqweb.Options{})
 	c := client(t)
-	for _, u := range []string{f.itemURL(pname, " s001 "), f.itemURL("orders", " soon:1 ")} {
+	for _, u := range []string{f.ItemURL(pname, " s001 "), f.ItemURL("orders", " soon:1 ")} {
 		if r := get(t, c, u); r.status != http.StatusNotFound {
 			t.Errorf("%s: %d to %q, want 404", u, r.status, r.header.Get("Location"))
 		}
 	}
 	want := "/dq/item?" + url.Values{"q": {f.p.Partition(f.p.PartitionOf("s001")).Name()}, "id": {"s001"}}.Encode()
-	if r := get(t, c, f.queueURL(pname)+"&find=+s001+"); r.status != http.StatusSeeOther || r.header.Get("Location") != want {
+	if r := get(t, c, f.QueueURL(pname)+"&find=+s001+"); r.status != http.StatusSeeOther || r.header.Get("Location") != want {
 		t.Errorf("search of \" s001 \": %d to %q, want %s", r.status, r.header.Get("Location"), want)
 	}
 }
@@ -583,7 +584,7 @@ func TestCursorBounds(t *testing.T) {
 		"5,5,5":  http.StatusOK,
 		"+1,0,0": http.StatusBadRequest,
 	} {
-		r := get(t, c, f.tabURL(pname, "scheduled")+"&cursor="+url.QueryEscape(cur))
+		r := get(t, c, f.TabURL(pname, "scheduled")+"&cursor="+url.QueryEscape(cur))
 		if r.status != status {
 			t.Errorf("cursor %s: %d, want %d", cur, r.status, status)
 		}
@@ -609,10 +610,10 @@ func TestCursorBounds(t *testing.T) {
 // MaxName has partitions the dashboard cannot open: the search and the
 // item page say so (400), and the list links none of them.
 func TestPartitionedNameNearMaxName(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
 	long := strings.Repeat("L", dqweb.MaxName-3)
-	p, err := redisq.NewPartitioned(ctx, f.c, long, 2)
+	p, err := redisq.NewPartitioned(ctx, f.C, long, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,17 +622,17 @@ func TestPartitionedNameNearMaxName(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := client(t)
-	for _, u := range []string{f.queueURL(long) + "&find=x1", f.itemURL(long, "x1")} {
+	for _, u := range []string{f.QueueURL(long) + "&find=x1", f.ItemURL(long, "x1")} {
 		r := get(t, c, u)
 		if r.status != http.StatusBadRequest || !strings.Contains(r.body, "too long for the dashboard") || !strings.Contains(r.body, "x1") {
 			t.Errorf("%.60s: %d to %q, want 400 naming the item\n%.2000s", u, r.status, r.header.Get("Location"), r.body)
 		}
 	}
-	r := get(t, c, f.tabURL(long, "scheduled"))
+	r := get(t, c, f.TabURL(long, "scheduled"))
 	if r.status != http.StatusOK || strings.Contains(r.body, `href=""`) || !strings.Contains(r.body, `data-part="`+fmt.Sprint(p.PartitionOf("x1"))+`"`) {
 		t.Errorf("list: %d, or an empty link, or no partition column\n%.3000s", r.status, r.body)
 	}
-	if r := get(t, c, f.queueURL(long)); r.status != http.StatusOK || strings.Contains(r.body, `href=""`) {
+	if r := get(t, c, f.QueueURL(long)); r.status != http.StatusOK || strings.Contains(r.body, `href=""`) {
 		t.Errorf("queue page: %d, or an empty link", r.status)
 	}
 }
@@ -641,15 +642,15 @@ func TestPartitionedNameNearMaxName(t *testing.T) {
 func TestPidxIsStrict(t *testing.T) {
 	f := newPFixture(t, dqweb.Options{})
 	c := client(t)
-	tok := token(t, c, f.queueURL(pname))
+	tok := token(t, c, f.QueueURL(pname))
 	for _, px := range []string{"+1.6b", "-0.6b", "01.6b", " 1.6b", "1_0.6b", "0x1.6b", "256.6b", "1.", ".6b"} {
-		r := post(t, c, f.base+"action", url.Values{"op": {"delete"}, "q": {pname}, "pidx": {px}, "csrf": {tok}})
+		r := post(t, c, f.Base+"action", url.Values{"op": {"delete"}, "q": {pname}, "pidx": {px}, "csrf": {tok}})
 		if r.status != http.StatusBadRequest {
 			t.Errorf("pidx %q: %d, want 400", px, r.status)
 		}
 	}
 	for _, px := range []string{"0.6b", "2.6b"} {
-		if r := post(t, c, f.base+"action", url.Values{"op": {"delete"}, "q": {pname}, "pidx": {px}, "csrf": {tok}}); r.status != http.StatusOK {
+		if r := post(t, c, f.Base+"action", url.Values{"op": {"delete"}, "q": {pname}, "pidx": {px}, "csrf": {tok}}); r.status != http.StatusOK {
 			t.Errorf("pidx %q: %d, want 200", px, r.status)
 		}
 	}
@@ -695,12 +696,12 @@ func (h idHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 func TestSelectionByIDIsBounded(t *testing.T) {
 	f := newPFixture(t, dqweb.Options{})
 	ctx := context.Background()
-	big, err := redisq.NewPartitioned(ctx, f.c, "wide", 64)
+	big, err := redisq.NewPartitioned(ctx, f.C, "wide", 64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer big.Close()
-	hooked := redis.NewClient(f.c.Options())
+	hooked := redis.NewClient(f.C.Options())
 	t.Cleanup(func() { _ = hooked.Close() })
 	h := idHook{ids: map[string]bool{}, n: new(atomic.Int64)}
 	var idx []string
@@ -735,7 +736,7 @@ func TestSelectionByIDIsBounded(t *testing.T) {
 // table of the queue is a bad table, not any error whose text holds the
 // words (a queue may be named so).
 func TestBadTableIsStructural(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
 	name := "x bad partition table"
 	timeout := fmt.Errorf("redisq: opening queue %q: %w", name+"~0.0", context.DeadlineExceeded)
@@ -745,13 +746,13 @@ func TestBadTableIsStructural(t *testing.T) {
 	if dqweb.BadTable(errors.New(name)) {
 		t.Errorf("an error holding the words is a bad table")
 	}
-	f.c.HSet(ctx, "{dq:"+name+"}:parts", "n", "2", "v", "1", "p0", "zz", "p1", "zz")
-	_, err := redisq.OpenPartitioned(ctx, f.c, name)
+	f.C.HSet(ctx, "{dq:"+name+"}:parts", "n", "2", "v", "1", "p0", "zz", "p1", "zz")
+	_, err := redisq.OpenPartitioned(ctx, f.C, name)
 	if err == nil || !dqweb.BadTable(err) {
 		t.Fatalf("redisq's refusal %v is not a bad table", err)
 	}
 	c := client(t)
-	if r := get(t, c, f.queueURL(name)); r.status != http.StatusBadGateway || !strings.Contains(r.body, "bad partition table") {
+	if r := get(t, c, f.QueueURL(name)); r.status != http.StatusBadGateway || !strings.Contains(r.body, "bad partition table") {
 		t.Errorf("queue with a bad table: %d", r.status)
 	}
 }
@@ -763,13 +764,13 @@ func TestSearchBoxIsNotRaw(t *testing.T) {
 	c := client(t)
 	id := "i\u202e<b>\xfe"
 	for _, q := range []string{"orders", pname} {
-		r := get(t, c, f.queueURL(q)+"&find="+url.QueryEscape(id))
+		r := get(t, c, f.QueueURL(q)+"&find="+url.QueryEscape(id))
 		if r.status != http.StatusNotFound || !strings.Contains(r.body, `No item &#34;i\u202e&lt;b&gt;\xfe&#34;`) {
 			t.Errorf("%s: search of a hostile id: %d, or the notice does not name it escaped", q, r.status)
 		}
 		r.status = http.StatusOK
 		checkPage(t, q+": search of a hostile id", r, 200<<10)
-		r = get(t, c, f.queueURL(q)+"&find=nope+%C3%A9")
+		r = get(t, c, f.QueueURL(q)+"&find=nope+%C3%A9")
 		if !strings.Contains(r.body, `name="find" value="nope é"`) {
 			t.Errorf("%s: the search box does not keep a plain id", q)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +34,7 @@ func sentBytes(t testing.TB, c *redis.Client) int64 {
 
 // bigItems adds to "orders" a dead item "big" with a 10 MiB payload and
 // dead items "mid" (1 MiB of JSON) and "edge" (70 KiB of text).
-func bigItems(t testing.TB, f *fixture) (big, mid []byte) {
+func bigItems(t testing.TB, f *webtest.Fixture) (big, mid []byte) {
 	t.Helper()
 	ctx := context.Background()
 	big = bytes.Repeat([]byte("B"), 10<<20)
@@ -42,10 +43,10 @@ func bigItems(t testing.TB, f *fixture) (big, mid []byte) {
 		id string
 		p  []byte
 	}{{"big", big}, {"mid", mid}, {"edge", bytes.Repeat([]byte("e"), 70<<10)}} {
-		if err := f.q.Enqueue(ctx, it.id, it.p, time.Unix(1, 0)); err != nil {
+		if err := f.Q.Enqueue(ctx, it.id, it.p, time.Unix(1, 0)); err != nil {
 			t.Fatal(err)
 		}
-		m, err := f.q.Take(ctx)
+		m, err := f.Q.Take(ctx)
 		if err != nil || m.ID != it.id {
 			t.Fatalf("took %v %v, want %s", m, err, it.id)
 		}
@@ -61,10 +62,10 @@ func bigItems(t testing.TB, f *fixture) (big, mid []byte) {
 // ItemPayloadBytes (10 MiB, 1 MiB, 70 KiB) is not read at all, one under
 // it is shown whole (indented as JSON), and ?full=1 changes nothing.
 func TestPayloadReadsAreBounded(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	_, mid := bigItems(t, f)
 	small := `{"rows":[` + strings.Repeat(`{"k":"v"},`, (60<<10)/10-2) + `{"k":"last"}]}`
-	if _, err := f.q.EnqueueAfter(context.Background(), "small", []byte(small), time.Hour); err != nil {
+	if _, err := f.Q.EnqueueAfter(context.Background(), "small", []byte(small), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	c := client(t)
@@ -72,17 +73,17 @@ func TestPayloadReadsAreBounded(t *testing.T) {
 	// 256 KiB of formatted text, which HTML escaping may make longer.
 	const sentBound, pageBound = 128 << 10, 1536 << 10
 	for _, p := range []struct{ url, says string }{
-		{f.itemURL("orders", "big"), "Not shown: at 10,485,760 bytes"},
-		{f.itemURL("orders", "big") + "&full=1", "dqctl show"},
-		{f.itemURL("orders", "mid"), "Not shown: at 1,048,573 bytes the payload is larger than the 65,536 bytes"},
-		{f.itemURL("orders", "mid") + "&full=1", "dqctl show"},
-		{f.itemURL("orders", "edge"), "Not shown: at 71,680 bytes"},
-		{f.itemURL("orders", "small"), `&#34;k&#34;: &#34;last&#34;`},
-		{f.tabURL("orders", "dead"), `data-id="big"`},
+		{f.ItemURL("orders", "big"), "Not shown: at 10,485,760 bytes"},
+		{f.ItemURL("orders", "big") + "&full=1", "dqctl show"},
+		{f.ItemURL("orders", "mid"), "Not shown: at 1,048,573 bytes the payload is larger than the 65,536 bytes"},
+		{f.ItemURL("orders", "mid") + "&full=1", "dqctl show"},
+		{f.ItemURL("orders", "edge"), "Not shown: at 71,680 bytes"},
+		{f.ItemURL("orders", "small"), `&#34;k&#34;: &#34;last&#34;`},
+		{f.TabURL("orders", "dead"), `data-id="big"`},
 	} {
-		before := sentBytes(t, f.c)
+		before := sentBytes(t, f.C)
 		r := get(t, c, p.url)
-		sent := sentBytes(t, f.c) - before
+		sent := sentBytes(t, f.C) - before
 		if r.status != http.StatusOK || !strings.Contains(r.body, p.says) {
 			t.Errorf("%s: %d, want 200 with %q\n%.3000s", p.url, r.status, p.says, r.body)
 		}
@@ -91,11 +92,11 @@ func TestPayloadReadsAreBounded(t *testing.T) {
 		}
 	}
 	// A payload under ItemPayloadBytes is shown whole, as indented JSON.
-	r := get(t, c, f.itemURL("orders", "small"))
+	r := get(t, c, f.ItemURL("orders", "small"))
 	if !strings.Contains(r.body, "{\n  &#34;rows&#34;: [\n    {\n      &#34;k&#34;: &#34;v&#34;\n    },") || strings.Contains(r.body, `id="cut"`) {
 		t.Errorf("the JSON payload is not shown whole, indented:\n%.500s", r.body)
 	}
-	if r := get(t, c, f.itemURL("orders", "mid")); len(mid) <= dqweb.ItemPayloadBytes || strings.Contains(r.body, "&#34;k&#34;") {
+	if r := get(t, c, f.ItemURL("orders", "mid")); len(mid) <= dqweb.ItemPayloadBytes || strings.Contains(r.body, "&#34;k&#34;") {
 		t.Errorf("the item page shows some of a %d byte payload", len(mid))
 	}
 }
@@ -104,9 +105,9 @@ func TestPayloadReadsAreBounded(t *testing.T) {
 // MaxPayloadReads payload reads at once (a hook counts the commands that
 // name the item, and holds each for a while so that they overlap).
 func TestPayloadReadsAreLimited(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	bigItems(t, f)
-	hooked := redis.NewClient(f.c.Options())
+	hooked := redis.NewClient(f.C.Options())
 	t.Cleanup(func() { _ = hooked.Close() })
 	var mu sync.Mutex
 	var now, most, total int
@@ -174,13 +175,13 @@ func (itemHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // TestPayloadPreviewsAreBounded: the dead list previews payloads up to
 // 64 KiB only, so a page of large dead items costs Redis little.
 func TestPayloadPreviewsAreBounded(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	bigItems(t, f)
 	ctx := context.Background()
 	for i := range 15 {
-		_ = f.q.Enqueue(ctx, "m"+strconv.Itoa(i), bytes.Repeat([]byte("m"), 1<<20), time.Unix(1, 0))
+		_ = f.Q.Enqueue(ctx, "m"+strconv.Itoa(i), bytes.Repeat([]byte("m"), 1<<20), time.Unix(1, 0))
 	}
-	ms, err := f.q.TakeBatch(ctx, 15)
+	ms, err := f.Q.TakeBatch(ctx, 15)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,13 +190,13 @@ func TestPayloadPreviewsAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := sentBytes(t, f.c)
-	r := get(t, client(t), f.tabURL("orders", "dead"))
-	sent := sentBytes(t, f.c) - before
+	before := sentBytes(t, f.C)
+	r := get(t, client(t), f.TabURL("orders", "dead"))
+	sent := sentBytes(t, f.C) - before
 	if r.status != http.StatusOK || sent > 256<<10 {
 		t.Fatalf("queue page with 18 dead items of 70 KiB to 10 MiB: %d, Redis sent %d bytes", r.status, sent)
 	}
-	if st, _ := f.q.Stats(ctx); st.Dead != 21 {
+	if st, _ := f.Q.Stats(ctx); st.Dead != 21 {
 		t.Fatalf("%d dead", st.Dead)
 	}
 	// Every dead item of the page is listed, the large ones without a
@@ -215,18 +216,18 @@ func TestPayloadPreviewsAreBounded(t *testing.T) {
 // a small payload do (INFO commandstats, compared with a slack for a
 // loaded machine).
 func TestLargePayloadViewsCostRedisLittle(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	bigItems(t, f)
 	c := client(t)
 	cost := func(id string) int64 {
-		get(t, c, f.itemURL("orders", id)) // loads the scripts
-		before := redisUsec(t, f.c)
+		get(t, c, f.ItemURL("orders", id)) // loads the scripts
+		before := redisUsec(t, f.C)
 		for range 30 {
-			if r := get(t, c, f.itemURL("orders", id)); r.status != http.StatusOK {
+			if r := get(t, c, f.ItemURL("orders", id)); r.status != http.StatusOK {
 				t.Fatalf("%s: %d", id, r.status)
 			}
 		}
-		return redisUsec(t, f.c) - before
+		return redisUsec(t, f.C) - before
 	}
 	small, mid := cost("mail:7"), cost("mid")
 	if mid > 3*small+5000 {
@@ -242,15 +243,15 @@ func TestLargePayloadViewsCostRedisLittle(t *testing.T) {
 // it, the item page and the dead list show the payload by size and say
 // why.
 func TestPayloadBudgetIsShared(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
 	load := bytes.Repeat([]byte("p"), 60<<10)
 	load = append(load, "end-of-load"...)
-	if _, err := f.q.EnqueueAfter(ctx, "p60", load, time.Hour); err != nil {
+	if _, err := f.Q.EnqueueAfter(ctx, "p60", load, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	const budget = 256 << 10
-	base := serve(t, f.c, dqweb.Options{PayloadBytesPerSecond: budget})
+	base := serve(t, f.C, dqweb.Options{PayloadBytesPerSecond: budget})
 	var mu sync.Mutex
 	shown, busy := 0, 0
 	start := time.Now()
@@ -284,17 +285,17 @@ func TestPayloadBudgetIsShared(t *testing.T) {
 	// With a budget of 1 byte a second, the bucket's first 64 KiB pay for
 	// one view; then the item page and the dead list say why they show
 	// the payload by size.
-	if err := f.q.Enqueue(ctx, "d60", load, time.Unix(1, 0)); err != nil {
+	if err := f.Q.Enqueue(ctx, "d60", load, time.Unix(1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	m, err := f.q.Take(ctx)
+	m, err := f.Q.Take(ctx)
 	if err != nil || m.ID != "d60" {
 		t.Fatalf("took %v %v", m, err)
 	}
 	if _, err := m.DeadLetter(ctx, "too big"); err != nil {
 		t.Fatal(err)
 	}
-	base = serve(t, f.c, dqweb.Options{PayloadBytesPerSecond: 1})
+	base = serve(t, f.C, dqweb.Options{PayloadBytesPerSecond: 1})
 	c := client(t)
 	if r := get(t, c, base+"item?q=orders&id=p60"); r.status != http.StatusOK || !strings.Contains(r.body, "end-of-load") {
 		t.Fatalf("first view: %d, want the payload\n%.2000s", r.status, r.body)

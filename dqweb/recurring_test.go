@@ -13,66 +13,10 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
-
-// Hostile registration names: a bidi override, an invalid byte with a
-// newline, and markup.
-const (
-	rtlReg = "rtl\u202egnp"
-	badReg = "bad\xffname\n"
-	xssReg = `r"'><script>alert(3)</script>`
-)
-
-// registerAll adds to the fixture's "orders": "hourly" and "taken", whose
-// next occurrences are hours behind (their first in the past, no process
-// keeps them), the item of taken's cancelled; "daily" (catch-up 2,
-// version 7, a 5-byte payload), not yet due; the hostile names; "mars",
-// whose stored spec this process cannot compute; and "over", ended. It
-// returns them as read back, by name.
-func registerAll(t testing.TB, f *fixture) map[string]redisq.Registration {
-	t.Helper()
-	ctx := context.Background()
-	past := redisq.FirstAt(time.Now().Truncate(time.Hour).Add(-3 * time.Hour))
-	hour := redisq.Every(time.Hour)
-	for _, r := range []struct {
-		name    string
-		s       redisq.Schedule
-		payload string
-		opts    []redisq.RegisterOption
-	}{
-		{"hourly", hour, "", []redisq.RegisterOption{past}},
-		{"taken", hour, "", []redisq.RegisterOption{past}},
-		{"daily", redisq.EveryPhase(24*time.Hour, 9*time.Hour), "hello", []redisq.RegisterOption{redisq.CatchUp(2), redisq.RegistrationVersion(7)}},
-		{rtlReg, hour, "", nil},
-		{badReg, hour, "", nil},
-		{xssReg, hour, "", nil},
-		{"mars", hour, "", []redisq.RegisterOption{past}},
-		{"over", hour, "", []redisq.RegisterOption{past}},
-	} {
-		if _, err := f.q.Register(ctx, r.name, r.s, []byte(r.payload), r.opts...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for k, v := range map[string][]string{"mars": {"s", "CRON_TZ=Mars/Olympus 0 9 * * *"}, "over": {"end", "1"}} {
-		if err := f.c.HSet(ctx, "{dq:orders}:rec:"+k, v[0], v[1]).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	regs, err := f.q.Registrations(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]redisq.Registration{}
-	for _, g := range regs {
-		byName[g.Name] = g
-	}
-	if _, err := f.q.Cancel(ctx, byName["taken"].EnqueuedID); err != nil {
-		t.Fatal(err)
-	}
-	return byName
-}
 
 // regRows returns the rows of the Recurring tab by registration name (as
 // the page shows it).
@@ -93,23 +37,23 @@ func regRows(t *testing.T, body string) map[string]string {
 // item of its occurrence while there is one, and an Unregister button
 // that asks naming it. Hostile names are escaped.
 func TestRecurringTab(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
-	regs := registerAll(t, f)
+	f := webtest.NewFixture(t, dqweb.Options{})
+	regs := webtest.RegisterAll(t, f)
 	c := client(t)
 
-	nav := section(t, get(t, c, f.queueURL("orders")).body, `<nav class="tabs"`, "</nav>")
+	nav := section(t, get(t, c, f.QueueURL("orders")).body, `<nav class="tabs"`, "</nav>")
 	if want := `<a href="/dq/queue?q=orders&amp;state=recurring" data-state="recurring" title="2 registrations behind: no process keeps them">Recurring <span class="count dead" data-count="8">8</span></a>`; !strings.Contains(nav, want) {
 		t.Errorf("the queue page's tabs lack %s:\n%s", want, nav)
 	}
 	// Another tab's page has it too; a queue without registrations not.
-	if nav := section(t, get(t, c, f.tabURL("orders", "dead")).body, `<nav class="tabs"`, "</nav>"); !strings.Contains(nav, `data-state="recurring"`) {
+	if nav := section(t, get(t, c, f.TabURL("orders", "dead")).body, `<nav class="tabs"`, "</nav>"); !strings.Contains(nav, `data-state="recurring"`) {
 		t.Errorf("the dead tab's page lacks the Recurring tab:\n%s", nav)
 	}
-	if nav := section(t, get(t, c, f.queueURL("emails")).body, `<nav class="tabs"`, "</nav>"); strings.Contains(nav, "recurring") {
+	if nav := section(t, get(t, c, f.QueueURL("emails")).body, `<nav class="tabs"`, "</nav>"); strings.Contains(nav, "recurring") {
 		t.Errorf("a queue without registrations has a Recurring tab:\n%s", nav)
 	}
 
-	r := get(t, c, f.tabURL("orders", "recurring"))
+	r := get(t, c, f.TabURL("orders", "recurring"))
 	checkPage(t, "recurring tab", r, 200<<10)
 	if !strings.Contains(r.body, `aria-current="page" class="current" data-state="recurring"`) {
 		t.Error("the Recurring tab is not the current one")
@@ -130,10 +74,10 @@ func TestRecurringTab(t *testing.T) {
 		"taken": {`<td class="id">taken</td>`, `class="behind"`},
 		"mars":  {`<span class="error">cannot compute here: redisq: cron spec &#34;CRON_TZ=Mars/Olympus 0 9 * * *&#34;: unknown time zone Mars/Olympus</span>`},
 		"over":  {`<span class="muted">ended</span>`},
-		`"rtl\u202egnp"`: {`>&#34;rtl\u202egnp&#34;</a>`, `name="regx" value="` + hex.EncodeToString([]byte(rtlReg)) + `"`,
+		`"rtl\u202egnp"`: {`>&#34;rtl\u202egnp&#34;</a>`, `name="regx" value="` + hex.EncodeToString([]byte(webtest.RTLReg)) + `"`,
 			`data-confirm="Unregister &#34;rtl\u202egnp&#34; of queue &#34;orders&#34;?`},
-		`"bad\xffname\n"`:   {`>&#34;bad\xffname\n&#34;</a>`, `name="regx" value="` + hex.EncodeToString([]byte(badReg)) + `"`},
-		dqweb.Shown(xssReg): {html.EscapeString(dqweb.Shown(xssReg)) + `</a>`},
+		`"bad\xffname\n"`:           {`>&#34;bad\xffname\n&#34;</a>`, `name="regx" value="` + hex.EncodeToString([]byte(webtest.BadReg)) + `"`},
+		dqweb.Shown(webtest.XSSReg): {html.EscapeString(dqweb.Shown(webtest.XSSReg)) + `</a>`},
 	} {
 		row, ok := rows[name]
 		if !ok {
@@ -160,15 +104,15 @@ func TestRecurringTab(t *testing.T) {
 		t.Error("markup from a registration name, another script, or an inline handler or style")
 	}
 	// The name's link opens its occurrence.
-	if it := get(t, c, f.srv.URL+dailyItem); it.status != http.StatusOK || !strings.Contains(it.body, `data-k="state" class="scheduled"`) {
+	if it := get(t, c, f.Srv.URL+dailyItem); it.status != http.StatusOK || !strings.Contains(it.body, `data-k="state" class="scheduled"`) {
 		t.Errorf("the occurrence's page: %d", it.status)
 	}
 
-	if r := get(t, c, f.tabURL("orders", "bogus")); r.status != http.StatusBadRequest || !strings.Contains(r.body, "the tabs are scheduled, inflight, dead, recurring and workers") {
+	if r := get(t, c, f.TabURL("orders", "bogus")); r.status != http.StatusBadRequest || !strings.Contains(r.body, "the tabs are scheduled, inflight, dead, recurring and workers") {
 		t.Errorf("unknown tab: %d", r.status)
 	}
 	// Asked for, a queue without registrations shows an empty tab.
-	if r := get(t, c, f.tabURL("emails", "recurring")); r.status != http.StatusOK || !strings.Contains(r.body, "No recurring registrations.") ||
+	if r := get(t, c, f.TabURL("emails", "recurring")); r.status != http.StatusOK || !strings.Contains(r.body, "No recurring registrations.") ||
 		!strings.Contains(r.body, `data-state="recurring">Recurring <span class="count" data-count="0">0</span>`) {
 		t.Errorf("the Recurring tab of a queue without registrations: %d", r.status)
 	}
@@ -176,15 +120,15 @@ func TestRecurringTab(t *testing.T) {
 
 // TestRecurringPaging: the tab shows PageSize registrations a page.
 func TestRecurringPaging(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
 	for i := range dqweb.PageSize + 5 {
-		if _, err := f.q.Register(ctx, fmt.Sprintf("r%03d", i), redisq.Every(time.Hour), nil); err != nil {
+		if _, err := f.Q.Register(ctx, fmt.Sprintf("r%03d", i), redisq.Every(time.Hour), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := client(t)
-	body := get(t, c, f.tabURL("orders", "recurring")).body
+	body := get(t, c, f.TabURL("orders", "recurring")).body
 	if n := len(regRows(t, body)); n != dqweb.PageSize || !strings.Contains(body, "1–50 of 55") {
 		t.Fatalf("first page: %d rows", n)
 	}
@@ -192,7 +136,7 @@ func TestRecurringPaging(t *testing.T) {
 	if next == nil {
 		t.Fatal("no next page")
 	}
-	body = get(t, c, f.srv.URL+html.UnescapeString(next[1])).body
+	body = get(t, c, f.Srv.URL+html.UnescapeString(next[1])).body
 	rows := regRows(t, body)
 	if _, ok := rows["r054"]; len(rows) != 5 || !ok || !strings.Contains(body, "51–55 of 55") {
 		t.Fatalf("second page: %d rows", len(rows))
@@ -204,21 +148,21 @@ func TestRecurringPaging(t *testing.T) {
 // occurrence, reporting it; the form carries the exact name, whatever its
 // bytes. Bad requests are 400s, and CSRF and read-only mode apply.
 func TestUnregisterAction(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
-	regs := registerAll(t, f)
+	regs := webtest.RegisterAll(t, f)
 	c := client(t)
-	tok := token(t, c, f.tabURL("orders", "recurring"))
+	tok := token(t, c, f.TabURL("orders", "recurring"))
 	registered := func(name string) bool {
 		t.Helper()
-		_, err := f.q.Registration(ctx, name)
+		_, err := f.Q.Registration(ctx, name)
 		if err != nil && err != redisq.ErrNotFound {
 			t.Fatal(err)
 		}
 		return err == nil
 	}
 
-	r := post(t, c, f.base+"action", url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"daily"}, "csrf": {tok}})
+	r := post(t, c, f.Base+"action", url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"daily"}, "csrf": {tok}})
 	for _, want := range []string{`Unregister &#34;daily&#34; of queue &#34;orders&#34;? No occurrence of it is enqueued any more; its last one, if still scheduled, is cancelled.`,
 		`name="regx" value="6461696c79"`, `name="confirmed" value="yes"`, `<a href="/dq/queue?q=orders&amp;state=recurring">Cancel</a>`} {
 		if r.status != http.StatusOK || !strings.Contains(r.body, want) {
@@ -232,26 +176,26 @@ func TestUnregisterAction(t *testing.T) {
 	for _, m := range regexp.MustCompile(`<input type="hidden" name="(\w+)" value="([^"]*)">`).FindAllStringSubmatch(r.body, -1) {
 		again.Set(m[1], html.UnescapeString(m[2]))
 	}
-	r = post(t, c, f.base+"action", again)
+	r = post(t, c, f.Base+"action", again)
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Unregistered &#34;daily&#34; of queue &#34;orders&#34;; its scheduled occurrence was cancelled.") ||
 		!strings.Contains(r.body, `<a href="/dq/queue?q=orders&amp;state=recurring" id="back">`) {
 		t.Fatalf("confirmed: %d\n%s", r.status, r.body)
 	}
-	if registered("daily") || f.state(t, regs["daily"].EnqueuedID) != 0 {
+	if registered("daily") || f.State(t, regs["daily"].EnqueuedID) != 0 {
 		t.Fatal("daily is still registered, or its occurrence still there")
 	}
-	r = f.action(t, c, url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"daily"}})
+	r = action(t, f, c, url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"daily"}})
 	if r.status != http.StatusNotFound || !strings.Contains(r.body, "No registration &#34;daily&#34; in queue &#34;orders&#34;; nothing changed.") {
 		t.Errorf("unregister again: %d\n%s", r.status, r.body)
 	}
-	r = f.action(t, c, url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"taken"}})
+	r = action(t, f, c, url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"taken"}})
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Unregistered &#34;taken&#34; of queue &#34;orders&#34;; no occurrence of it was scheduled") {
 		t.Errorf("unregister taken: %d\n%s", r.status, r.body)
 	}
 
 	// The forms of the tab carry the exact bytes of hostile names.
-	tab := get(t, c, f.tabURL("orders", "recurring")).body
-	for _, name := range []string{rtlReg, badReg, xssReg} {
+	tab := get(t, c, f.TabURL("orders", "recurring")).body
+	for _, name := range []string{webtest.RTLReg, webtest.BadReg, webtest.XSSReg} {
 		row := regRows(t, tab)[dqweb.Shown(name)]
 		row = row[strings.Index(row, `<form`):]
 		for !strings.Contains(row[:strings.Index(row, "</form>")], `name="op" value="unregister"`) {
@@ -263,7 +207,7 @@ func TestUnregisterAction(t *testing.T) {
 			form.Set(m[1], html.UnescapeString(m[2]))
 		}
 		form.Set("confirmed", "yes")
-		r := post(t, c, f.base+"action", form)
+		r := post(t, c, f.Base+"action", form)
 		checkPage(t, "result of unregistering "+dqweb.Quoted(name), r, 200<<10)
 		if registered(name) {
 			t.Errorf("%+q is still registered after its form\n%s", name, r.body)
@@ -285,15 +229,15 @@ func TestUnregisterAction(t *testing.T) {
 		{url.Values{"op": {"delete-all-dead"}, "q": {"orders"}, "reg": {"hourly"}}, 400, "action delete-all-dead takes no registration name"},
 		{url.Values{"op": {"unregister"}, "q": {"nope"}, "reg": {"hourly"}}, 404, "no queue named"},
 	} {
-		if r := f.action(t, client(t), c.form); r.status != c.status || !strings.Contains(r.body, c.says) {
+		if r := action(t, f, client(t), c.form); r.status != c.status || !strings.Contains(r.body, c.says) {
 			t.Errorf("%v: %d, want %d saying %q\n%s", c.form, r.status, c.status, c.says, r.body)
 		}
 	}
 	// Without the token, or cross-site: refused.
-	if r := post(t, c, f.base+"action", url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"hourly"}, "confirmed": {"yes"}}); r.status != http.StatusForbidden {
+	if r := post(t, c, f.Base+"action", url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"hourly"}, "confirmed": {"yes"}}); r.status != http.StatusForbidden {
 		t.Errorf("without a CSRF token: %d", r.status)
 	}
-	req, _ := http.NewRequest(http.MethodPost, f.base+"action", strings.NewReader(url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"hourly"}, "csrf": {tok}, "confirmed": {"yes"}}.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, f.Base+"action", strings.NewReader(url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"hourly"}, "csrf": {tok}, "confirmed": {"yes"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	if r := do(t, c, req); r.status != http.StatusForbidden {
@@ -304,19 +248,19 @@ func TestUnregisterAction(t *testing.T) {
 	}
 
 	// Read-only: no button, and the POST is refused.
-	ro := newFixture(t, dqweb.Options{ReadOnly: true})
-	registerAll(t, ro)
+	ro := webtest.NewFixture(t, dqweb.Options{ReadOnly: true})
+	webtest.RegisterAll(t, ro)
 	rc := client(t)
-	page := get(t, rc, ro.tabURL("orders", "recurring"))
+	page := get(t, rc, ro.TabURL("orders", "recurring"))
 	if page.status != http.StatusOK || strings.Contains(page.body, `method="post"`) || strings.Contains(page.body, "data-op=") || len(regRows(t, page.body)) != 8 {
 		t.Errorf("read-only Recurring tab: %d, forms shown or rows missing", page.status)
 	}
-	u, _ := url.Parse(ro.base)
+	u, _ := url.Parse(ro.Base)
 	rc.Jar.SetCookies(u, []*http.Cookie{{Name: "dqweb_csrf", Value: tok, Path: "/dq/"}})
-	if r := post(t, rc, ro.base+"action", url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"hourly"}, "csrf": {tok}, "confirmed": {"yes"}}); r.status != http.StatusForbidden {
+	if r := post(t, rc, ro.Base+"action", url.Values{"op": {"unregister"}, "q": {"orders"}, "reg": {"hourly"}, "csrf": {tok}, "confirmed": {"yes"}}); r.status != http.StatusForbidden {
 		t.Errorf("unregister in read-only mode: %d, want 403", r.status)
 	}
-	if _, err := ro.q.Registration(ctx, "hourly"); err != nil {
+	if _, err := ro.Q.Registration(ctx, "hourly"); err != nil {
 		t.Fatalf("read-only dashboard unregistered: %v", err)
 	}
 }
@@ -326,15 +270,15 @@ func TestUnregisterAction(t *testing.T) {
 // the Recurring tab's count is "?" saying why, and the tab itself is the
 // error.
 func TestRecurringUnreadable(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
-	if _, err := f.q.Register(ctx, "hourly", redisq.Every(time.Hour), nil); err != nil {
+	if _, err := f.Q.Register(ctx, "hourly", redisq.Every(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.c.Do(ctx, "ACL", "SETUSER", "noxrev", "on", ">pw", "~*", "&*", "+@all", "-xrevrange").Err(); err != nil {
+	if err := f.C.Do(ctx, "ACL", "SETUSER", "noxrev", "on", ">pw", "~*", "&*", "+@all", "-xrevrange").Err(); err != nil {
 		t.Fatal(err)
 	}
-	lc := redis.NewClient(&redis.Options{Addr: f.c.Options().Addr, Username: "noxrev", Password: "pw", MaxRetries: -1})
+	lc := redis.NewClient(&redis.Options{Addr: f.C.Options().Addr, Username: "noxrev", Password: "pw", MaxRetries: -1})
 	t.Cleanup(func() { _ = lc.Close() })
 	base := serve(t, lc, dqweb.Options{})
 	c := client(t)
@@ -358,28 +302,28 @@ func TestRecurringUnreadable(t *testing.T) {
 // (Unregister once its code is gone); the tab's count is red, its tooltip
 // says how many.
 func TestRecurringSeenAndOrphaned(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
-	for _, name := range []string{"kept", "gone", rtlReg} {
-		if _, err := f.q.Register(ctx, name, redisq.EveryPhase(24*time.Hour, 8*time.Hour), nil); err != nil {
+	for _, name := range []string{"kept", "gone", webtest.RTLReg} {
+		if _, err := f.Q.Register(ctx, name, redisq.EveryPhase(24*time.Hour, 8*time.Hour), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// "gone" and rtlReg were last seen 10 minutes ago (their Register
 	// calls were removed since).
-	now, _ := f.c.Time(ctx).Result()
+	now, _ := f.C.Time(ctx).Result()
 	old := now.Add(-10 * time.Minute).Truncate(time.Millisecond)
-	for _, name := range []string{"gone", rtlReg} {
-		if err := f.c.HSet(ctx, "{dq:orders}:rec:"+name, "sn", old.UnixMilli()).Err(); err != nil {
+	for _, name := range []string{"gone", webtest.RTLReg} {
+		if err := f.C.HSet(ctx, "{dq:orders}:rec:"+name, "sn", old.UnixMilli()).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := client(t)
-	r := get(t, c, f.tabURL("orders", "recurring"))
+	r := get(t, c, f.TabURL("orders", "recurring"))
 	checkPage(t, "recurring tab", r, 200<<10)
 	rows := regRows(t, r.body)
 	badge := `<span class="badge orphaned" title="orphaned: no live code registers it`
-	for name, orphaned := range map[string]bool{"kept": false, "gone": true, dqweb.Shown(rtlReg): true} {
+	for name, orphaned := range map[string]bool{"kept": false, "gone": true, dqweb.Shown(webtest.RTLReg): true} {
 		row := rows[name]
 		if got := strings.Contains(row, badge); got != orphaned {
 			t.Errorf("%s: orphaned badge %v, want %v\n%s", name, got, orphaned, row)
@@ -400,10 +344,10 @@ func TestRecurringSeenAndOrphaned(t *testing.T) {
 		t.Errorf("the Recurring tab's link: %s", nav)
 	}
 	// Registered again (its code is back): no longer orphaned.
-	if _, err := f.q.Register(ctx, "gone", redisq.EveryPhase(24*time.Hour, 8*time.Hour), nil); err != nil {
+	if _, err := f.Q.Register(ctx, "gone", redisq.EveryPhase(24*time.Hour, 8*time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
-	if row := regRows(t, get(t, c, f.tabURL("orders", "recurring")).body)["gone"]; strings.Contains(row, badge) {
+	if row := regRows(t, get(t, c, f.TabURL("orders", "recurring")).body)["gone"]; strings.Contains(row, badge) {
 		t.Errorf("gone, registered again, is still orphaned:\n%s", row)
 	}
 }

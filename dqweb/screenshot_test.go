@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
 
@@ -27,7 +28,7 @@ func TestScreenshots(t *testing.T) {
 	if !*screenshots {
 		t.Skip("regenerates docs/dqweb-*.png with -screenshots")
 	}
-	f := newFixture(t, dqweb.Options{Title: "redisq @ 127.0.0.1:6379", Refresh: -1})
+	f := webtest.NewFixture(t, dqweb.Options{Title: "redisq @ 127.0.0.1:6379", Refresh: -1})
 	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()
@@ -35,12 +36,12 @@ func TestScreenshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	other, err := redisq.New(ctx, f.c, "emails")
+	other, err := redisq.New(ctx, f.C, "emails")
 	must(err)
 	defer other.Close()
 	must(other.Pause(ctx)) // shown with its badge
 	// A partitioned queue: one overview row, and a page of its own.
-	reports, err := redisq.NewPartitioned(ctx, f.c, "reports", 3)
+	reports, err := redisq.NewPartitioned(ctx, f.C, "reports", 3)
 	must(err)
 	defer reports.Close()
 	for i := range 60 {
@@ -50,8 +51,8 @@ func TestScreenshots(t *testing.T) {
 	}
 	// The fixture's three overdue items are delivered first (and come
 	// back later).
-	for range overdueIDs {
-		m, err := f.q.Take(ctx)
+	for range webtest.OverdueIDs {
+		m, err := f.Q.Take(ctx)
 		must(err)
 		must(m.Ack(ctx))
 	}
@@ -59,19 +60,19 @@ func TestScreenshots(t *testing.T) {
 	// (taken by nobody: the consumers below take only their own).
 	for i := range 400 {
 		x := float64(i) / 400
-		_, err := f.q.EnqueueAfter(ctx, fmt.Sprintf("order:%d", 5000+i), []byte(fmt.Sprintf(`{"order":%d}`, 5000+i)),
+		_, err := f.Q.EnqueueAfter(ctx, fmt.Sprintf("order:%d", 5000+i), []byte(fmt.Sprintf(`{"order":%d}`, 5000+i)),
 			time.Duration(x*x*float64(time.Hour)+float64(2*time.Minute)))
 		must(err)
 	}
-	hooks, err := redisq.New(ctx, f.c, "webhooks")
+	hooks, err := redisq.New(ctx, f.C, "webhooks")
 	must(err)
 	defer hooks.Close()
 	for i := range 40 {
 		must(hooks.Enqueue(ctx, fmt.Sprintf("hook:%d", i), []byte(`{"hook":1}`), time.Now().Add(-time.Duration(3+i/2)*time.Minute)))
 	}
 	b := newTab(t, 1280, 1000)
-	b.open(f.base)
-	b.open(f.queueURL("orders"))
+	b.open(f.Base)
+	b.open(f.QueueURL("orders"))
 	lateness := []time.Duration{0, 0, 0, 0, 0, time.Millisecond, time.Millisecond, 4 * time.Millisecond, 20 * time.Millisecond,
 		200 * time.Millisecond, 2 * time.Second}
 	n := 0
@@ -81,8 +82,8 @@ func TestScreenshots(t *testing.T) {
 			late := lateness[i%len(lateness)]
 			id := fmt.Sprintf("done:%d", n)
 			n++
-			must(f.q.Enqueue(ctx, id, []byte(`{"n":1}`), time.Now().Add(-late)))
-			m, err := f.q.Take(ctx)
+			must(f.Q.Enqueue(ctx, id, []byte(`{"n":1}`), time.Now().Add(-late)))
+			m, err := f.Q.Take(ctx)
 			must(err)
 			switch {
 			case i%17 == 3 && round > 1:
@@ -98,21 +99,21 @@ func TestScreenshots(t *testing.T) {
 		}
 		if round == 4 {
 			// The overdue backlog: the consumers above take only their own.
-			for i, id := range append(overdueIDs, "late:4", "late:5", "late:6", "late:7") {
-				must(f.q.Enqueue(ctx, id, []byte(`{"late":true}`), time.Now().Add(-time.Duration(i+1)*time.Minute)))
+			for i, id := range append(webtest.OverdueIDs, "late:4", "late:5", "late:6", "late:7") {
+				must(f.Q.Enqueue(ctx, id, []byte(`{"late":true}`), time.Now().Add(-time.Duration(i+1)*time.Minute)))
 			}
 		}
 		if round == 5 {
 			break // the queue's page, shot first, is the last reading
 		}
-		b.open(f.base)
-		b.open(f.queueURL("orders"))
+		b.open(f.Base)
+		b.open(f.QueueURL("orders"))
 		time.Sleep(10*time.Second - time.Since(start))
 	}
 	// Who holds the work: two Workers on orders, each running 3 of its
 	// due items; webhooks has items overdue and none.
 	for _, name := range []string{"billing-1", "billing-2"} {
-		startWorker(t, f.q, name, 3, 3)
+		webtest.StartWorker(t, f.Q, name, 3, 3)
 	}
 	dir := filepath.Join("..", "docs")
 	shot := func(name string, w, h int64, mobile bool, u string) {
@@ -130,16 +131,16 @@ func TestScreenshots(t *testing.T) {
 		must(os.WriteFile(filepath.Join(dir, name), png, 0o644))
 		t.Logf("wrote %s (%d bytes)", name, len(png))
 	}
-	shot("dqweb-queue.png", 1280, 1900, false, f.queueURL("orders"))
-	shot("dqweb-overview.png", 1280, 520, false, f.base+"?sort=overdue")
-	shot("dqweb-workers.png", 1280, 760, false, f.tabURL("orders", "workers"))
-	shot("dqweb-partitioned.png", 1280, 1300, false, f.queueURL("reports"))
-	b.open(f.tabURL("orders", "dead"))
+	shot("dqweb-queue.png", 1280, 1900, false, f.QueueURL("orders"))
+	shot("dqweb-overview.png", 1280, 520, false, f.Base+"?sort=overdue")
+	shot("dqweb-workers.png", 1280, 760, false, f.TabURL("orders", "workers"))
+	shot("dqweb-partitioned.png", 1280, 1300, false, f.QueueURL("reports"))
+	b.open(f.TabURL("orders", "dead"))
 	for _, sel := range []string{`article.deaditem:nth-of-type(2) input[type=checkbox]`, `article.deaditem:nth-of-type(3) input[type=checkbox]`} {
 		b.run(chromedp.Click(chromedp.CSS(sel)))
 	}
 	eval[bool](b, `(() => { window.scrollTo(0, 0); return true })()`)
 	shot("dqweb-queue-dead.png", 1280, 1300, false, "")
-	shot("dqweb-overview-phone.png", 390, 560, true, f.base)
-	shot("dqweb-queue-phone.png", 390, 1400, true, f.tabURL("orders", "scheduled"))
+	shot("dqweb-overview-phone.png", 390, 560, true, f.Base)
+	shot("dqweb-queue-phone.png", 390, 1400, true, f.TabURL("orders", "scheduled"))
 }

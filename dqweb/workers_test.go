@@ -8,12 +8,12 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dq-go/delayqueue/dqweb"
+	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,59 +21,6 @@ import (
 // Who holds the work (issue 24, item 15): the Workers tab, the holder of
 // each lease on the in-flight tab, and "no live worker" on a queue whose
 // items are due while no Worker beats.
-
-// hostileWorker is a worker name with a bidi override, an escape and an
-// invalid byte.
-const hostileWorker = "wk\u202eevil\x1b\xff"
-
-// startWorker runs a Worker of q named name, of concurrency handlers that
-// block until stop (or the end of the test), beating every second (its
-// heartbeat lives three), and returns once its heartbeat lists running
-// handlers. stop shuts it down: it leaves the list at once, and its
-// handlers' messages are acked.
-func startWorker(t *testing.T, q *redisq.Queue, name string, concurrency, running int) (w redisq.WorkerInfo, stop func()) {
-	t.Helper()
-	ctx := context.Background()
-	release := make(chan struct{})
-	wk := redisq.NewWorker(q, func(ctx context.Context, m *redisq.Message) error {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
-	}, redisq.WorkerOptions{Concurrency: concurrency, Heartbeat: time.Second, Name: name, NoRecurring: true})
-	done := make(chan error, 1)
-	go func() { done <- wk.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			close(release)
-			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			if err := wk.Shutdown(sctx); err != nil {
-				t.Errorf("worker shutdown: %v", err)
-			}
-			if err := <-done; err != nil {
-				t.Errorf("worker run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		ws, err := q.Workers(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, x := range ws {
-			if x.Name == name && x.Running == running && len(x.Leases) == running {
-				return x, stop
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker %q not listed with %d running handlers in 10s: %+v", name, running, ws)
-		}
-	}
-}
 
 // overviewRowOf is the overview's row of queue name (as shown).
 func overviewRowOf(t *testing.T, body, name string) string {
@@ -86,9 +33,9 @@ func overviewRowOf(t *testing.T, body, name string) string {
 // workers dead", told from a big backlog); a queue with nothing due, or
 // with a live worker, does not.
 func TestNoLiveWorker(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
-	qp := get(t, c, f.queueURL("orders")).body
+	qp := get(t, c, f.QueueURL("orders")).body
 	warn := section(t, qp, `<p class="warning" id="noworker"`, "</p>")
 	if !strings.Contains(warn, "No live worker: 3 items are due (the oldest for 2m") || !strings.Contains(warn, "every worker may be down") ||
 		!strings.Contains(warn, `<a href="/dq/queue?q=orders&amp;state=workers">Workers</a>`) {
@@ -99,32 +46,32 @@ func TestNoLiveWorker(t *testing.T) {
 		t.Errorf("the Workers tab is not red with the warning:\n%s", nav)
 	}
 	for _, tab := range []string{"scheduled", "dead", "workers"} {
-		if body := get(t, c, f.tabURL("orders", tab)).body; !strings.Contains(body, `id="noworker"`) {
+		if body := get(t, c, f.TabURL("orders", tab)).body; !strings.Contains(body, `id="noworker"`) {
 			t.Errorf("the %s tab lacks the warning", tab)
 		}
 	}
-	ov := get(t, c, f.base).body
+	ov := get(t, c, f.Base).body
 	if row := overviewRowOf(t, ov, "orders"); !strings.Contains(row, `<span class="badge noworker" title="No live worker: 3 items are due`) || !strings.Contains(row, ">no live worker</span>") {
 		t.Errorf("the overview's row lacks the badge:\n%s", row)
 	}
-	if strings.Contains(overviewRowOf(t, ov, "emails"), "noworker") || strings.Contains(get(t, c, f.queueURL("emails")).body, `id="noworker"`) {
+	if strings.Contains(overviewRowOf(t, ov, "emails"), "noworker") || strings.Contains(get(t, c, f.QueueURL("emails")).body, `id="noworker"`) {
 		t.Error("a queue with nothing due is marked")
 	}
 
 	// One live worker, busy with one of the 3: two are due, and it is no
 	// outage.
-	_, stop := startWorker(t, f.q, "billing-1", 1, 1)
-	qp = get(t, c, f.queueURL("orders")).body
+	_, stop := webtest.StartWorker(t, f.Q, "billing-1", 1, 1)
+	qp = get(t, c, f.QueueURL("orders")).body
 	if count(t, qp, "due") != "2" || strings.Contains(qp, `id="noworker"`) ||
 		!strings.Contains(section(t, qp, `<nav class="tabs"`, "</nav>"), `data-state="workers">Workers <span class="count" data-count="1">1</span>`) {
 		t.Errorf("with a live worker: due %s, warned or the tab's count is not 1:\n%s", count(t, qp, "due"), section(t, qp, `<nav class="tabs"`, "</nav>"))
 	}
-	if row := overviewRowOf(t, get(t, c, f.base).body, "orders"); strings.Contains(row, "noworker") {
+	if row := overviewRowOf(t, get(t, c, f.Base).body, "orders"); strings.Contains(row, "noworker") {
 		t.Errorf("the overview marks a queue with a live worker:\n%s", row)
 	}
 	// It stops: it leaves the list at once, and the warning is back.
 	stop()
-	if qp = get(t, c, f.queueURL("orders")).body; !strings.Contains(qp, "No live worker: 2 items are due") {
+	if qp = get(t, c, f.QueueURL("orders")).body; !strings.Contains(qp, "No live worker: 2 items are due") {
 		t.Errorf("after the worker stopped: %s", section(t, qp, `<nav class="tabs"`, "</nav>"))
 	}
 }
@@ -135,11 +82,11 @@ func TestNoLiveWorker(t *testing.T) {
 // the in-flight tab names the holder of each lease a heartbeat lists, and
 // links to its row. A hostile worker name is shown escaped.
 func TestWorkersTab(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
-	w, _ := startWorker(t, f.q, hostileWorker, 2, 2)
+	w, _ := webtest.StartWorker(t, f.Q, webtest.HostileWorker, 2, 2)
 	held := []string{w.Leases[0].ID, w.Leases[1].ID}
-	r := get(t, c, f.tabURL("orders", "workers"))
+	r := get(t, c, f.TabURL("orders", "workers"))
 	checkPage(t, "workers tab", r, 200<<10)
 	tab := section(t, r.body, `<section id="workers"`, "</section>")
 	host, _ := os.Hostname()
@@ -159,14 +106,14 @@ func TestWorkersTab(t *testing.T) {
 	}
 	for _, l := range w.Leases {
 		row := section(t, tab, `<tr data-lease="`+l.ID+`">`, "</tr>")
-		if !strings.Contains(row, `<a href="`+html.EscapeString(strings.TrimPrefix(f.itemURL("orders", l.ID), f.srv.URL))+`">`+l.ID+`</a>`) ||
+		if !strings.Contains(row, `<a href="`+html.EscapeString(strings.TrimPrefix(f.ItemURL("orders", l.ID), f.Srv.URL))+`">`+l.ID+`</a>`) ||
 			!strings.Contains(row, `<span class="abs">`+l.Claimed.UTC().Format("2006-01-02 15:04:05.000 UTC")+`</span>`) || !strings.Contains(row, `<td class="n">1</td>`) {
 			t.Errorf("lease %s: %s", l.ID, row)
 		}
 	}
 	// The in-flight tab: the worker's leases name it, the fixture's own
 	// leases (taken by Take, no heartbeat) name none.
-	inflight := get(t, c, f.tabURL("orders", "inflight"))
+	inflight := get(t, c, f.TabURL("orders", "inflight"))
 	checkPage(t, "in-flight tab", inflight, 200<<10)
 	link := `<td class="holder"><a href="/dq/queue?q=orders&amp;state=workers#` + anchor + `">` + html.EscapeString(`"wk\u202eevil\x1b\xff"`) + `</a></td>`
 	for _, id := range held {
@@ -174,13 +121,13 @@ func TestWorkersTab(t *testing.T) {
 			t.Errorf("in-flight %s does not name its holder:\n%s", id, row)
 		}
 	}
-	for _, id := range inFlightIDs {
+	for _, id := range webtest.InFlightIDs {
 		if row := section(t, inflight.body, `<tr data-id="`+id+`">`, "</tr>"); !strings.Contains(row, `<td class="holder"><span class="muted">–</span></td>`) {
 			t.Errorf("in-flight %s names a holder:\n%s", id, row)
 		}
 	}
 	// Read-only, the same.
-	ro := serve(t, f.c, dqweb.Options{ReadOnly: true})
+	ro := serve(t, f.C, dqweb.Options{ReadOnly: true})
 	if r := get(t, client(t), ro+"queue?q=orders&state=workers"); r.status != http.StatusOK || !strings.Contains(r.body, `id="`+anchor+`"`) {
 		t.Errorf("read-only Workers tab: %d", r.status)
 	}
@@ -209,10 +156,10 @@ func (h cmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // leases from the heartbeats it reads once for the page: as many commands
 // for a page of 50 in-flight items, 3 of them held by a worker, as for 5.
 func TestHoldersCostNoReadPerRow(t *testing.T) {
-	f := newFixture(t, dqweb.Options{})
+	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
-	w, _ := startWorker(t, f.q, "billing-1", 3, 3)
-	hooked := redis.NewClient(f.c.Options())
+	w, _ := webtest.StartWorker(t, f.Q, "billing-1", 3, 3)
+	hooked := redis.NewClient(f.C.Options())
 	t.Cleanup(func() { _ = hooked.Close() })
 	h := cmdHook{new(atomic.Int64)}
 	hooked.AddHook(h)
@@ -235,13 +182,13 @@ func TestHoldersCostNoReadPerRow(t *testing.T) {
 		}
 	}
 	for i := range 45 {
-		if _, err := f.q.EnqueueAfter(ctx, fmt.Sprint("more:", i), nil, 0); err != nil {
+		if _, err := f.Q.EnqueueAfter(ctx, fmt.Sprint("more:", i), nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var ms []*redisq.Message
 	for len(ms) < 45 {
-		m, err := f.q.Take(ctx)
+		m, err := f.Q.Take(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,8 +222,8 @@ func TestPartitionedWorkers(t *testing.T) {
 			due[i]++
 		}
 	}
-	w, _ := startWorker(t, f.p.Partition(1), "part-1", 1, 1)
-	r := get(t, c, f.queueURL(pname))
+	w, _ := webtest.StartWorker(t, f.p.Partition(1), "part-1", 1, 1)
+	r := get(t, c, f.QueueURL(pname))
 	checkPage(t, "partitioned queue page", r, 300<<10)
 	if warn := section(t, r.body, `id="noworker"`, "</p>"); !strings.Contains(warn, "No live worker on 2 partitions with due items (0, 2; 4 items are due)") {
 		t.Errorf("the warning: %s", warn)
@@ -287,18 +234,18 @@ func TestPartitionedWorkers(t *testing.T) {
 			t.Errorf("partition %d: %s", i, row)
 		}
 	}
-	tab := get(t, c, f.tabURL(pname, "workers")).body
+	tab := get(t, c, f.TabURL(pname, "workers")).body
 	p1 := f.p.Partition(1).Name()
 	if a := section(t, tab, `<article class="worker"`, "</article>"); !strings.Contains(a, `data-worker="part-1"`) ||
-		!strings.Contains(a, `partition <a href="`+html.EscapeString(strings.TrimPrefix(f.tabURL(p1, "workers"), f.srv.URL))+`" title="`+p1+`">1</a>`) ||
-		!strings.Contains(a, `<a href="`+html.EscapeString(strings.TrimPrefix(f.itemURL(p1, w.Leases[0].ID), f.srv.URL))+`">`) {
+		!strings.Contains(a, `partition <a href="`+html.EscapeString(strings.TrimPrefix(f.TabURL(p1, "workers"), f.Srv.URL))+`" title="`+p1+`">1</a>`) ||
+		!strings.Contains(a, `<a href="`+html.EscapeString(strings.TrimPrefix(f.ItemURL(p1, w.Leases[0].ID), f.Srv.URL))+`">`) {
 		t.Errorf("the worker of partition 1:\n%s", a)
 	}
 	// The merged in-flight tab names the holder of its lease.
-	if row := section(t, get(t, c, f.tabURL(pname, "inflight")).body, `<tr data-id="`+w.Leases[0].ID+`">`, "</tr>"); !strings.Contains(row, ">part-1</a>") {
+	if row := section(t, get(t, c, f.TabURL(pname, "inflight")).body, `<tr data-id="`+w.Leases[0].ID+`">`, "</tr>"); !strings.Contains(row, ">part-1</a>") {
 		t.Errorf("the in-flight row of %s: %s", w.Leases[0].ID, row)
 	}
-	if row := overviewRowOf(t, get(t, c, f.base).body, pname); !strings.Contains(row, ">no live worker on 2/3 partitions</span>") {
+	if row := overviewRowOf(t, get(t, c, f.Base).body, pname); !strings.Contains(row, ">no live worker on 2/3 partitions</span>") {
 		t.Errorf("the overview's row: %s", row)
 	}
 }
