@@ -1,4 +1,4 @@
-package dqweb_test
+package browser_test
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/dq-go/delayqueue/dqweb/internal/webtest"
 	"github.com/dq-go/delayqueue/redisq"
 )
+
+func TestMain(m *testing.M) { webtest.Main(m) }
 
 // The browser tests drive headless Chromium (Debian's chromium package;
 // `make test` installs it when run as root) against the dashboard and a

@@ -1,4 +1,4 @@
-package dqweb_test
+package browser_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/dq-go/delayqueue/redisq"
 )
 
-var screenshots = flag.Bool("screenshots", false, "write the screenshots of the dashboard to docs/ (go test ./dqweb -run TestScreenshots -screenshots)")
+var screenshots = flag.Bool("screenshots", false, "write the screenshots of the dashboard to docs/ (go test ./dqweb/browser -run TestScreenshots -screenshots)")
 
 // TestScreenshots regenerates docs/dqweb-*.png from the fixture with more
 // traffic: about a minute of deliveries (mostly acked, some nacked or
@@ -115,7 +115,7 @@ func TestScreenshots(t *testing.T) {
 	for _, name := range []string{"billing-1", "billing-2"} {
 		webtest.StartWorker(t, f.Q, name, 3, 3)
 	}
-	dir := filepath.Join("..", "docs")
+	dir := filepath.Join("..", "..", "docs")
 	shot := func(name string, w, h int64, mobile bool, u string) {
 		t.Helper()
 		if mobile {

@@ -1,4 +1,4 @@
-package dqweb_test
+package browser_test
 
 import (
 	"context"
