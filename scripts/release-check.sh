@@ -14,7 +14,11 @@
 #     (scripts/modproxy), as the release procedure tags it;
 #  3. in an empty directory: go install PKG@VERSION of every command of
 #     every module, and a new module that imports every public package
-#     builds (go mod init; go get MODULE@VERSION...; go build).
+#     builds (go mod init; go get MODULE@VERSION...; go build);
+#  4. a new module that imports only dqweb builds, and its go.sum, once
+#     tidied, names neither asynq nor chromedp or cdproto: mounting the
+#     dashboard needs only redisq, dqprom's dependencies and the standard
+#     library (issue 25).
 # It fails too when a go.mod has a replace or exclude directive, which
 # `go install PKG@VERSION` refuses (it says so on stderr first, then goes on
 # to show what a user would see).
@@ -149,6 +153,26 @@ go mod init example.com/releasecheck >/dev/null 2>&1
 } >main.go
 quietly "go get ${released[*]/%/@$version}" go get "${released[@]/%/@$version}"
 quietly "go build of a module importing ${packages[*]}" go build ./...
+
+# What a service that mounts the dashboard gets: module graph pruning
+# leaves out what dqweb's requirements require, but go mod tidy still
+# writes into its go.sum every module dqweb's go.mod requires, even one
+# only dqweb's tests use (the browser tests' chromedp, which live in the
+# module dqweb/browser for that reason). go get and go build alone write
+# less, and would not see it.
+dqweb=$(go -C "$tmp/src/dqweb" list -m)
+echo "--- release-check: a new module importing only $dqweb: no asynq, chromedp or cdproto in its tidy go.sum"
+mkdir "$tmp/dqwebuser"
+cd "$tmp/dqwebuser"
+go mod init example.com/dqwebonly >/dev/null 2>&1
+printf 'package main\n\nimport _ "%s"\n\nfunc main() {}\n' "$dqweb" >main.go
+quietly "go get $dqweb@$version" go get "$dqweb@$version"
+quietly "go build of a module importing $dqweb" go build ./...
+quietly "go mod tidy in a module importing $dqweb" go mod tidy
+if unwanted=$(grep -E 'asynq|chromedp|cdproto' go.sum); then
+  echo "$unwanted" >&2
+  fail "a module importing only $dqweb has the lines above in its go.sum: dqweb's go.mod must not require asynq, chromedp or cdproto, even for tests (issue 25; the browser tests live in the module dqweb/browser)"
+fi
 
 [ ${#replaced[@]} -eq 0 ] || fail "replace or exclude directives in ${replaced[*]}: remove them (docs/release.md)"
 echo "release-check: ok (${#released[@]} modules released, ${#commands[@]} commands installed, ${#packages[@]} packages imported)"
