@@ -19,7 +19,7 @@ import (
 )
 
 // The operator's points of issue 20 on the dashboard, without a browser
-// (browser_operator_test.go drives the same in Chromium).
+// (dqweb/browser/browser_operator_test.go drives the same in Chromium).
 
 // section returns the part of body from the first match of start to the
 // next end.
