@@ -276,10 +276,12 @@ func DieOf(t testing.TB, f *Fixture, reason string, ids ...string) {
 }
 
 // SickQueues adds to f: "alpha" with 4 items overdue by 5 minutes, "zeta"
-// with 5 dead items.
-func SickQueues(t testing.TB, f *Fixture) {
+// with 5 dead items. It returns when alpha's items were enqueued, for
+// AlphaOverdue.
+func SickQueues(t testing.TB, f *Fixture) time.Time {
 	t.Helper()
 	ctx := context.Background()
+	start := time.Now()
 	alpha, err := redisq.New(ctx, f.C, "alpha")
 	if err != nil {
 		t.Fatal(err)
@@ -307,6 +309,7 @@ func SickQueues(t testing.TB, f *Fixture) {
 			t.Fatal(err)
 		}
 	}
+	return start
 }
 
 // Hostile registration names: a bidi override, an invalid byte with a
@@ -491,5 +494,17 @@ func DeadAgain(t testing.TB, f *Fixture, id string) {
 	}
 	if _, err := m.DeadLetter(ctx, "again"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// AlphaOverdue checks what a page shows as alpha's oldest overdue (see
+// SickQueues, which returned enqueued): 5 minutes, and at most what has
+// passed since, as the page rounds it (to 10 s), however slow the machine.
+func AlphaOverdue(t testing.TB, shown string, enqueued time.Time) {
+	t.Helper()
+	d, err := time.ParseDuration(shown)
+	lo, hi := 5*time.Minute-10*time.Second, 5*time.Minute+time.Since(enqueued)+10*time.Second
+	if err != nil || d < lo || d > hi {
+		t.Errorf("alpha's oldest overdue shown as %q, want a duration in [%v, %v]", shown, lo, hi)
 	}
 }
