@@ -31,11 +31,11 @@ type ScheduleResult struct {
 }
 
 // Schedule is an atomic upsert: it stores payload under id, due at the
-// absolute time at (caller's clock, rounded up to the millisecond and clamped
-// as in Enqueue), whether or not
-// the id exists. A new id is enqueued (as Enqueue); a scheduled item gets the
-// new payload and due time and keeps its attempts; a dead item is revived
-// with them and attempts reset to 0. The item goes behind items already due
+// absolute time at (caller's clock, rounded up to the millisecond and
+// clamped as in Enqueue), whether or not the id exists. A new id is
+// enqueued (as Enqueue); a scheduled item gets the new payload, Job (none:
+// see ScheduleItem) and due time and keeps its attempts; a dead item is
+// revived with them and attempts reset to 0. The item goes behind items already due
 // at the same millisecond. On an in-flight item it returns ErrInFlight and
 // changes nothing. One round trip, O(log n). It also returns ErrClosed after
 // Close, or a Redis/context error (the upsert may or may not have been
@@ -43,21 +43,33 @@ type ScheduleResult struct {
 // go-redis runs again reports what the first run did (Created included) and
 // does not apply the upsert twice (each call carries a request id).
 func (q *Queue) Schedule(ctx context.Context, id string, payload []byte, at time.Time) (ScheduleResult, error) {
-	return q.schedule(ctx, id, payload, rdb.When{V: dueMS(at)})
+	return q.schedule(ctx, id, payload, rdb.When{V: dueMS(at)}, Job{})
 }
 
 // ScheduleAfter is Schedule with a due time of Redis TIME + delay (delay <= 0
 // means due now), rounded up to the millisecond as in EnqueueAfter, which it
 // returns.
 func (q *Queue) ScheduleAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (ScheduleResult, error) {
-	return q.schedule(ctx, id, payload, rdb.When{After: true, V: delayUS(delay)})
+	return q.schedule(ctx, id, payload, rdb.When{After: true, V: delayUS(delay)}, Job{})
 }
 
-func (q *Queue) schedule(ctx context.Context, id string, payload []byte, when rdb.When) (ScheduleResult, error) {
+// ScheduleItem is Schedule (with it.At) or ScheduleAfter (with it.After,
+// when it.At is the zero Time) of an item with its Job, which replaces the
+// Job of the item it replaces; Schedule and ScheduleAfter are ScheduleItem
+// with no Job. A Job that cannot be stored (see Job) returns an error and
+// sends nothing.
+func (q *Queue) ScheduleItem(ctx context.Context, it EnqueueItem) (ScheduleResult, error) {
+	return q.schedule(ctx, it.ID, it.Payload, it.when(), it.Job)
+}
+
+func (q *Queue) schedule(ctx context.Context, id string, payload []byte, when rdb.When, j Job) (ScheduleResult, error) {
 	if err := q.checkOp(id); err != nil {
 		return ScheduleResult{}, err
 	}
-	f, created, due, err := q.db.Upsert(ctx, id, payload, when)
+	if err := j.check(); err != nil {
+		return ScheduleResult{}, err
+	}
+	f, created, due, err := q.db.Upsert(ctx, id, payload, when, j.stored())
 	if err != nil {
 		return ScheduleResult{}, err
 	}
@@ -146,8 +158,8 @@ func (q *Queue) DeleteAllDead(ctx context.Context) (int64, error) {
 	return q.deadBatches(ctx, false, "")
 }
 
-// Purge empties one state and returns how many items it changed: scheduled
-// and dead items are deleted; in-flight items are marked as Cancel marks them
+// Purge empties one state and returns how many items it changed: scheduled,
+// dead and completed items are deleted; in-flight items are marked as Cancel marks them
 // (their consumers' Ack or Nack deletes them and expired leases are not
 // retried), and only those not marked before are counted. It handles the
 // items in the state when it was called, in batches as RequeueAllDead (items
@@ -169,6 +181,8 @@ func (q *Queue) Purge(ctx context.Context, state State) (int64, error) {
 		return n, err
 	case StateDead:
 		return q.deadBatches(ctx, false, "")
+	case StateCompleted:
+		return q.batches(ctx, rdb.PurgeCompleted)
 	}
 	return 0, fmt.Errorf("redisq: bad state %d", int(state))
 }
@@ -260,7 +274,7 @@ func (q *Queue) runBatches(ctx context.Context, op rdb.BulkOp) (int64, error) {
 // *redis.Client, *redis.ClusterClient or *redis.Ring.
 func (q *Queue) Destroy(ctx context.Context) (int64, error) {
 	var deleted int64
-	for _, op := range []rdb.BulkOp{rdb.DestroySched, rdb.DestroyLease, rdb.DestroyDead} {
+	for _, op := range []rdb.BulkOp{rdb.DestroySched, rdb.DestroyLease, rdb.DestroyDead, rdb.DestroyDone} {
 		n, err := q.runBatches(ctx, op)
 		deleted += n
 		if err != nil {

@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/dq-go/delayqueue/redisq/internal/rdb"
@@ -14,6 +15,7 @@ type AuditReport struct {
 	Scheduled int      // members of sched
 	Leased    int      // members of lease
 	Dead      int      // members of dead
+	Completed int      // members of done whose time has not passed
 	Problems  []string // inconsistencies found (at most 100 listed)
 	More      int      // problems beyond those listed
 	// Unlisted is how many keys of the queue's Cluster slot Audit did not
@@ -35,8 +37,9 @@ func (r *AuditReport) addf(format string, a ...interface{}) {
 }
 
 // Audit checks the queue's invariants: every item hash is in exactly the one
-// of sched/lease/dead its state names, under the member it records, and every
-// zset member has its hash. It reads the zsets (ZSCAN pages of 1000) and the
+// of sched/lease/dead/done its state names, under the member it records, and
+// every zset member has its hash (but for a member of done whose time has
+// passed: its hash expired, and the member goes with a later ack or purge). It reads the zsets (ZSCAN pages of 1000) and the
 // item hashes' state (HMGET, pipelined by 500): many round trips, no
 // long-running command. It finds the item hashes by SCAN of the keyspace
 // (pages of 1000 keys: its time grows with the server's keys), or on a
@@ -56,9 +59,12 @@ func (r *AuditReport) addf(format string, a ...interface{}) {
 func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	rep := &AuditReport{}
 	k := &q.db.Keys
-	zsets := []string{k.Sched, k.Lease, k.Dead} // by state: s, l, d
-	zs := make([]map[string]bool, 3)
-	for i := 0; i < 3; i++ {
+	zsets := []string{k.Sched, k.Lease, k.Dead, k.Done} // by state: s, l, d, c
+	zs := make([]map[string]bool, len(zsets))
+	// expiry: when each member of done goes (its hash expires then, its
+	// member stays until a later ack or purge removes it).
+	expiry := map[string]float64{}
+	for i := range zsets {
 		zs[i] = map[string]bool{}
 		var cur uint64
 		for {
@@ -68,6 +74,9 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 			}
 			for j := 0; j+1 < len(mem); j += 2 {
 				zs[i][mem[j]] = true
+				if zsets[i] == k.Done {
+					expiry[mem[j]], _ = strconv.ParseFloat(mem[j+1], 64)
+				}
 			}
 			if cur = c; cur == 0 {
 				break
@@ -122,21 +131,33 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 				continue
 			}
 			seen[mem] = true
-			want := map[string]int{"s": 0, "l": 1, "d": 2}
+			want := map[string]int{"s": 0, "l": 1, "d": 2, "c": 3}
 			w, ok := want[st]
 			if !ok {
 				rep.addf("item %q: bad state %q", id, st)
 				continue
 			}
-			for z := 0; z < 3; z++ {
+			for z := range zsets {
 				if zs[z][mem] != (z == w) {
 					rep.addf("item %q (state %s): in %s = %v", id, st, zsets[z], zs[z][mem])
 				}
 			}
 		}
 	}
-	for z := 0; z < 3; z++ {
+	// Read after the hashes: a member of done whose time has passed by now
+	// may have lost its hash, as it should.
+	now, err := q.client.Time(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	for z := range zsets {
 		for mem := range zs[z] {
+			if zsets[z] == k.Done {
+				if float64(now.UnixMilli()) >= expiry[mem] {
+					continue
+				}
+				rep.Completed++
+			}
 			if !seen[mem] {
 				rep.addf("orphan member %q in %s (no matching item hash)", mem, zsets[z])
 			}

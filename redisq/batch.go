@@ -9,7 +9,7 @@ import (
 	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
 
-// EnqueueItem is one item for EnqueueMany.
+// EnqueueItem is one item for Add, EnqueueMany and ScheduleItem.
 type EnqueueItem struct {
 	ID      string
 	Payload []byte
@@ -19,6 +19,16 @@ type EnqueueItem struct {
 	// now).
 	At    time.Time
 	After time.Duration
+	// Job is the item's kind, headers and options (see Job).
+	Job Job
+}
+
+// when is the item's due time as the storage layer takes it.
+func (it *EnqueueItem) when() rdb.When {
+	if it.At.IsZero() {
+		return rdb.When{After: true, V: delayUS(it.After)}
+	}
+	return rdb.When{V: dueMS(it.At)}
 }
 
 // EnqueueResult is what EnqueueMany did with one item.
@@ -39,11 +49,14 @@ type EnqueueResult struct {
 // applied atomically and in order. It returns one
 // result per item, in order, and the first error of a failed script or of
 // the round trip (nil when every item got an answer, duplicates included).
-// An empty id anywhere returns an error before anything is sent; ErrClosed
+// An empty id or a Job that cannot be stored (see Job) anywhere returns an error before anything is sent; ErrClosed
 // after Close. The complexity is O(k log n) for k items.
 func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]EnqueueResult, error) {
-	for _, it := range items {
-		if err := checkID(it.ID); err != nil {
+	for i := range items {
+		if err := checkID(items[i].ID); err != nil {
+			return nil, err
+		}
+		if err := items[i].Job.check(); err != nil {
 			return nil, err
 		}
 	}
@@ -56,10 +69,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 	}
 	in := make([]rdb.NewItem, len(items))
 	for i, it := range items {
-		in[i] = rdb.NewItem{ID: it.ID, Payload: it.Payload, When: rdb.When{V: dueMS(it.At)}}
-		if it.At.IsZero() {
-			in[i].When = rdb.When{After: true, V: delayUS(it.After)}
-		}
+		in[i] = rdb.NewItem{ID: it.ID, Payload: it.Payload, When: it.when(), Job: it.Job.stored()}
 	}
 	var first error
 	for i, e := range q.db.EnqueueMany(ctx, in) {
@@ -111,7 +121,7 @@ func (q *Queue) AckMany(ctx context.Context, msgs []*Message) []error {
 	}
 	ls := make([]rdb.Lease, len(msgs))
 	for i, m := range msgs {
-		ls[i] = rdb.Lease{ID: m.ID, Token: m.token, Foreign: m.q.db.Keys.Items != q.db.Keys.Items}
+		ls[i] = rdb.Lease{ID: m.ID, Token: m.token, Foreign: m.q.db.Keys.Items != q.db.Keys.Items, Result: m.result}
 	}
 	for i, a := range q.db.AckMany(ctx, ls) {
 		switch {

@@ -20,6 +20,7 @@ type enqueueReq struct {
 	id      string
 	payload []byte
 	when    rdb.When
+	job     rdb.Job
 	due     time.Time
 	err     error
 }
@@ -29,13 +30,13 @@ func (q *Queue) newEnqueues() *groupCommit[*enqueueReq] {
 	return &groupCommit[*enqueueReq]{
 		send: q.runEnqueues,
 		limit: func(rs []*enqueueReq) int {
-			return rdb.ChunkEnds(len(rs), func(k int) int { return len(rs[k].id) + len(rs[k].payload) })[0]
+			return rdb.ChunkEnds(len(rs), func(k int) int { return len(rs[k].id) + len(rs[k].payload) + rdb.JobArgLen(&rs[k].job) })[0]
 		},
 	}
 }
 
 // enqueue runs one Enqueue/EnqueueAfter through the combiner.
-func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, when rdb.When) (time.Time, error) {
+func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, when rdb.When, j rdb.Job) (time.Time, error) {
 	if err := checkID(id); err != nil {
 		return time.Time{}, err
 	}
@@ -45,7 +46,7 @@ func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, when rdb
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
-	r := &enqueueReq{id: id, payload: payload, when: when}
+	r := &enqueueReq{id: id, payload: payload, when: when, job: j}
 	if err := q.enq.do(ctx, r); err != nil {
 		return time.Time{}, err
 	}
@@ -57,7 +58,7 @@ func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, when rdb
 func (q *Queue) runEnqueues(ctx context.Context, batch []*enqueueReq) {
 	if len(batch) == 1 {
 		r := batch[0]
-		due, ok, err := q.db.Enqueue(ctx, rdb.NewItem{ID: r.id, Payload: r.payload, When: r.when})
+		due, ok, err := q.db.Enqueue(ctx, rdb.NewItem{ID: r.id, Payload: r.payload, When: r.when, Job: r.job})
 		switch {
 		case err != nil:
 			r.err = err
@@ -70,7 +71,7 @@ func (q *Queue) runEnqueues(ctx context.Context, batch []*enqueueReq) {
 	}
 	items := make([]rdb.NewItem, len(batch))
 	for i, r := range batch {
-		items[i] = rdb.NewItem{ID: r.id, Payload: r.payload, When: r.when}
+		items[i] = rdb.NewItem{ID: r.id, Payload: r.payload, When: r.when, Job: r.job}
 	}
 	for i, e := range q.db.EnqueueBatch(ctx, items) {
 		batch[i].due, batch[i].err = enqueued(e)

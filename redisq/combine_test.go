@@ -129,7 +129,7 @@ func TestEnqueueCallsInFlightAreCombined(t *testing.T) {
 	h.gate <- struct{}{} // the first call's round trip
 	r := <-first
 	require.NoError(t, r.err)
-	require.Equal(t, 13+4*n, <-h.sizes, "one enqueue-many call carries all five: EVALSHA, sha, 8 keys and their count, prefix, k, 4 per item")
+	require.Equal(t, 13+5*n, <-h.sizes, "one enqueue-many call carries all five: EVALSHA, sha, 8 keys and their count, prefix, k, 5 per item (id, payload, when twice, the number of job fields: 0)")
 	close(h.gate) // this one and the test's own scripts
 	res := make([]result, n)
 	for i := range n {

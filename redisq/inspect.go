@@ -13,19 +13,21 @@ import (
 )
 
 // State is the state of an item: scheduled (waiting for its due time, or
-// due and not yet claimed), in flight (leased to a consumer) or dead.
+// due and not yet claimed), in flight (leased to a consumer), dead, or
+// completed (acked, and kept for its Job's Retention).
 type State int
 
 const (
 	StateScheduled State = iota + 1
 	StateInFlight
 	StateDead
+	StateCompleted
 )
 
 // States lists every State, in the order items move through them.
-var States = []State{StateScheduled, StateInFlight, StateDead}
+var States = []State{StateScheduled, StateInFlight, StateDead, StateCompleted}
 
-// String returns "scheduled", "inflight" or "dead".
+// String returns "scheduled", "inflight", "dead" or "completed".
 func (s State) String() string {
 	switch s {
 	case StateScheduled:
@@ -34,6 +36,8 @@ func (s State) String() string {
 		return "inflight"
 	case StateDead:
 		return "dead"
+	case StateCompleted:
+		return "completed"
 	}
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
@@ -47,13 +51,15 @@ func ParseState(s string) (State, error) {
 		return StateInFlight, nil
 	case "dead":
 		return StateDead, nil
+	case "completed", "done":
+		return StateCompleted, nil
 	}
-	return 0, fmt.Errorf("redisq: unknown state %q (want scheduled, inflight or dead)", s)
+	return 0, fmt.Errorf("redisq: unknown state %q (want scheduled, inflight, dead or completed)", s)
 }
 
 // MarshalText implements encoding.TextMarshaler.
 func (s State) MarshalText() ([]byte, error) {
-	if s < StateScheduled || s > StateDead {
+	if s < StateScheduled || s > StateCompleted {
 		return nil, fmt.Errorf("redisq: bad state %d", int(s))
 	}
 	return []byte(s.String()), nil
@@ -75,6 +81,8 @@ func (s State) code() (string, error) {
 		return "l", nil
 	case StateDead:
 		return "d", nil
+	case StateCompleted:
+		return "c", nil
 	}
 	return "", fmt.Errorf("redisq: bad state %d", int(s))
 }
@@ -87,6 +95,8 @@ func stateOf(code string) State {
 		return StateInFlight
 	case "d":
 		return StateDead
+	case "c":
+		return StateCompleted
 	}
 	return 0
 }
@@ -112,6 +122,16 @@ type Item struct {
 	PayloadSize int       `json:"payload_size"`
 	// Payload is set by Get, and by List with ListOptions.Payloads.
 	Payload []byte `json:"payload,omitempty"`
+	// CompletedAt, Expires and Result are set on completed items: when
+	// they were acked, when they go, and the handler's result
+	// (Message.SetResult; like Payload, set by Get and by List with
+	// Payloads, and ResultSize always).
+	CompletedAt time.Time `json:"completed_at,omitzero"`
+	Expires     time.Time `json:"expires,omitzero"`
+	ResultSize  int       `json:"result_size,omitempty"`
+	Result      []byte    `json:"result,omitempty"`
+	// Job is the item's kind, headers and options, as enqueued.
+	Job
 
 	pos int64 // List: the item's offset in its state's order
 }
@@ -128,6 +148,7 @@ func itemFrom(r rdb.Item) Item {
 		DeadReason:  r.Reason,
 		PayloadSize: r.PayloadSize,
 		Payload:     r.Payload,
+		Job:         jobFrom(r.Job),
 		pos:         r.Pos,
 	}
 	switch it.State {
@@ -135,6 +156,9 @@ func itemFrom(r rdb.Item) Item {
 		it.LeaseDeadline = msTime(r.Deadline)
 	case StateDead:
 		it.DiedAt = msTime(r.Score)
+	case StateCompleted:
+		it.CompletedAt, it.Expires = msTime(r.Finished), msTime(r.Score)
+		it.ResultSize, it.Result = r.ResultSize, r.Result
 	}
 	return it
 }
@@ -153,6 +177,9 @@ type ListOptions struct {
 	// MaxPage dead items from Offset, so it may hold fewer than Limit
 	// items, none at all, and still have a Next.
 	Reason string
+	// Kind keeps only the items of this Job.Kind; like Reason, such a
+	// page examines at most MaxPage items from Offset.
+	Kind string
 }
 
 // Page is one page of List.
@@ -167,7 +194,8 @@ type Page struct {
 // List returns one page of the items in state, in the state's order:
 // scheduled by due time (FIFO among equal due times), in flight by lease
 // deadline, dead by time of death; Reverse turns it around; Reason keeps
-// the dead items of one cause of death (see DeadReasons). One script call
+// the dead items of one cause of death (see DeadReasons), Kind the items
+// of one kind. One script call
 // (one round trip), O(log n + limit), so it is safe on a live queue; pages
 // are read at different moments, so an item that moves between two calls
 // can be missed or seen twice. Without Payloads, Item.Payload is nil and
@@ -192,7 +220,7 @@ func (q *Queue) List(ctx context.Context, state State, opt ListOptions) (Page, e
 	if q.isClosed() {
 		return Page{}, ErrClosed
 	}
-	r, err := q.db.List(ctx, rdb.ListArgs{State: code, Offset: opt.Offset, Limit: opt.Limit, Payloads: opt.Payloads, Reverse: opt.Reverse, Reason: opt.Reason})
+	r, err := q.db.List(ctx, rdb.ListArgs{State: code, Offset: opt.Offset, Limit: opt.Limit, Payloads: opt.Payloads, Reverse: opt.Reverse, Reason: opt.Reason, Kind: opt.Kind})
 	if err != nil {
 		return Page{}, err
 	}

@@ -17,7 +17,9 @@ type Producer interface {
 	Name() string
 	Enqueue(ctx context.Context, id string, payload []byte, at time.Time) error
 	EnqueueAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (time.Time, error)
+	Add(ctx context.Context, it EnqueueItem) (time.Time, error)
 	EnqueueMany(ctx context.Context, items []EnqueueItem) ([]EnqueueResult, error)
+	ScheduleItem(ctx context.Context, it EnqueueItem) (ScheduleResult, error)
 	Schedule(ctx context.Context, id string, payload []byte, at time.Time) (ScheduleResult, error)
 	ScheduleAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (ScheduleResult, error)
 	Cancel(ctx context.Context, id string) (CancelOutcome, error)

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 	"unicode/utf8"
@@ -22,7 +23,29 @@ type Message struct {
 	ClaimedAt time.Time // Redis TIME when this lease was granted; never before Due
 	Deadline  time.Time // lease deadline (Redis clock); updated by Extend
 
-	token string
+	// Job is the item's kind, headers and options, as enqueued.
+	Job
+
+	token  string
+	result []byte // SetResult's, kept by the ack if the job retains the item
+}
+
+// MaxResultBytes bounds what SetResult keeps.
+const MaxResultBytes = 1 << 20
+
+// SetResult sets the result that the Ack of m keeps with the item when
+// its Job has a Retention (Item.Result while it is completed); without
+// one the ack deletes the item and the result with it. A handler calls it
+// before it returns (the Worker acks after), and a consumer before Ack,
+// AckMany or AckTake: it is not safe to call concurrently with them. It
+// copies b, and returns an error, keeping nothing, when b is over
+// MaxResultBytes.
+func (m *Message) SetResult(b []byte) error {
+	if len(b) > MaxResultBytes {
+		return fmt.Errorf("redisq: a result of %d bytes, over MaxResultBytes (%d)", len(b), MaxResultBytes)
+	}
+	m.result = append([]byte(nil), b...)
+	return nil
 }
 
 // Ack deletes the item: it will not be delivered again. It blocks for one
@@ -34,7 +57,9 @@ type Message struct {
 // a read timeout, or a retry of yours), returns nil: the applied ack is
 // remembered by its lease token.
 func (m *Message) Ack(ctx context.Context) error {
-	ok, err := m.q.db.Ack(ctx, m.lease())
+	l := m.lease()
+	l.Result = m.result
+	ok, err := m.q.db.Ack(ctx, l)
 	if err != nil {
 		return err
 	}

@@ -477,6 +477,16 @@ func (p *Partitioned) ScheduleAfter(ctx context.Context, id string, payload []by
 	return p.Route(id).ScheduleAfter(ctx, id, payload, delay)
 }
 
+// Add is Queue.Add on the partition of it.ID.
+func (p *Partitioned) Add(ctx context.Context, it EnqueueItem) (time.Time, error) {
+	return p.Route(it.ID).Add(ctx, it)
+}
+
+// ScheduleItem is Queue.ScheduleItem on the partition of it.ID.
+func (p *Partitioned) ScheduleItem(ctx context.Context, it EnqueueItem) (ScheduleResult, error) {
+	return p.Route(it.ID).ScheduleItem(ctx, it)
+}
+
 // Cancel is Queue.Cancel on the partition of id.
 func (p *Partitioned) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	return p.Route(id).Cancel(ctx, id)
@@ -547,8 +557,11 @@ func (p *Partitioned) Locate(ctx context.Context, id string) ([]int, error) {
 // answer). An empty id anywhere returns an error before anything is sent;
 // ErrClosed after Close.
 func (p *Partitioned) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]EnqueueResult, error) {
-	for _, it := range items {
-		if err := checkID(it.ID); err != nil {
+	for i := range items {
+		if err := checkID(items[i].ID); err != nil {
+			return nil, err
+		}
+		if err := items[i].Job.check(); err != nil {
 			return nil, err
 		}
 	}

@@ -65,6 +65,7 @@ func SumStats(ss []Stats) Stats {
 		s.DueBacklog = add(s.DueBacklog, x.DueBacklog)
 		s.InFlight = add(s.InFlight, x.InFlight)
 		s.Dead = add(s.Dead, x.Dead)
+		s.Completed = add(s.Completed, x.Completed)
 		s.OldestOverdue = max(s.OldestOverdue, x.OldestOverdue)
 		s.Paused = s.Paused && x.Paused
 		if x.PausedSince.After(s.PausedSince) {
@@ -99,6 +100,9 @@ type PartitionedListOptions struct {
 	// ListOptions.Reason: a page may then hold fewer items than Limit, or
 	// none, and still have a Next.
 	Reason string
+	// Kind keeps the items of one kind, as ListOptions.Kind, with the same
+	// effect on pages as Reason.
+	Kind string
 }
 
 // PartitionedItem is an item of a Partitioned.List page and its partition.
@@ -155,7 +159,7 @@ func (p *Partitioned) List(ctx context.Context, state State, opt PartitionedList
 	}
 	pages := make([]Page, len(p.parts))
 	err := p.each(func(i int, q *Queue) (err error) {
-		pages[i], err = q.List(ctx, state, ListOptions{Offset: offs[i], Limit: opt.Limit, Reverse: opt.Reverse, Payloads: opt.Payloads, Reason: opt.Reason})
+		pages[i], err = q.List(ctx, state, ListOptions{Offset: offs[i], Limit: opt.Limit, Reverse: opt.Reverse, Payloads: opt.Payloads, Reason: opt.Reason, Kind: opt.Kind})
 		return err
 	})
 	if err != nil {
@@ -167,6 +171,8 @@ func (p *Partitioned) List(ctx context.Context, state State, opt PartitionedList
 			return it.LeaseDeadline
 		case StateDead:
 			return it.DiedAt
+		case StateCompleted:
+			return it.Expires
 		}
 		return it.Due
 	}

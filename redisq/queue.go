@@ -280,7 +280,7 @@ func delayUS(d time.Duration) int64 {
 // took it at that moment); a call that sends other calls' items with its own
 // completes that round trip whatever its ctx.
 func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.Time) error {
-	_, err := q.enqueue(ctx, id, payload, rdb.When{V: dueMS(at)})
+	_, err := q.enqueue(ctx, id, payload, rdb.When{V: dueMS(at)}, rdb.Job{})
 	return err
 }
 
@@ -291,7 +291,20 @@ func (q *Queue) Enqueue(ctx context.Context, id string, payload []byte, at time.
 // millisecond unless TIME is one). Blocking and outcomes as Enqueue.
 // It returns the due time by the Redis clock.
 func (q *Queue) EnqueueAfter(ctx context.Context, id string, payload []byte, delay time.Duration) (time.Time, error) {
-	return q.enqueue(ctx, id, payload, rdb.When{After: true, V: delayUS(delay)})
+	return q.enqueue(ctx, id, payload, rdb.When{After: true, V: delayUS(delay)}, rdb.Job{})
+}
+
+// Add enqueues one item with its Job (kind, headers, options), as Enqueue
+// does when it.At is set and as EnqueueAfter does (with it.After) when it
+// is the zero Time; Enqueue and EnqueueAfter are Add with no Job. Blocking,
+// combining and outcomes are theirs, and it returns the due time by the
+// Redis clock. A Job that cannot be stored (see Job) returns an error and
+// sends nothing.
+func (q *Queue) Add(ctx context.Context, it EnqueueItem) (time.Time, error) {
+	if err := it.Job.check(); err != nil {
+		return time.Time{}, err
+	}
+	return q.enqueue(ctx, it.ID, it.Payload, it.when(), it.Job.stored())
 }
 
 // Cancel removes the item id in any state. It blocks for one round trip,
@@ -324,7 +337,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 }
 
 // Reschedule moves a scheduled item to the absolute time at (caller's clock,
-// rounded up and clamped as in Enqueue) or revives a dead item there with
+// rounded up and clamped as in Enqueue) or revives a dead or completed item there with
 // attempts reset to 0. It blocks for one round trip, O(log n). The item goes
 // behind items already due at the same millisecond. It returns nil when
 // moved, ErrInFlight when the item is leased (nothing changes), ErrNotFound
@@ -593,7 +606,7 @@ func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, ti
 		BackoffBase: delayUS(q.opt.backoffBase), BackoffMax: delayUS(q.opt.backoffMax), ReclaimBatch: q.opt.reclaimBatch,
 		TimerID: q.timerID(), Watch: true}
 	if done != nil {
-		a.AckID, a.AckToken = done.ID, done.token
+		a.AckID, a.AckToken, a.AckResult = done.ID, done.token, done.result
 	}
 	r, err := q.db.Claim(ctx, a)
 	if err != nil {
@@ -629,6 +642,7 @@ func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, ti
 			Due:       msTime(it.Due),
 			ClaimedAt: msTime(r.Now),
 			Deadline:  msTime(it.Deadline),
+			Job:       jobFrom(it.Job),
 			token:     it.Token,
 		})
 	}
@@ -687,6 +701,7 @@ type Stats struct {
 	OldestOverdue time.Duration // how long the earliest due item has been due (0 if none; saturated at the Duration maximum)
 	InFlight      int64         // leased items
 	Dead          int64         // dead-lettered items
+	Completed     int64         // acked items kept for their Job's Retention
 	Paused        bool          // no claim leases anything (see Pause)
 	PausedSince   time.Time     // when Pause paused it (zero when not paused, or paused by a version that did not say)
 	// Counters since the queue was created (Destroy resets them); see
@@ -717,6 +732,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		DueBacklog: r.Due,
 		InFlight:   r.InFlight,
 		Dead:       r.Dead,
+		Completed:  r.Completed,
 		Counters:   map[string]int64{},
 		Paused:     r.Paused,
 	}

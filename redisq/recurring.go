@@ -66,6 +66,15 @@ type registerConfig struct {
 	version  int64
 	first    time.Time
 	hasFirst bool
+	job      Job
+}
+
+// RegisterJob gives every occurrence of the registration the Job j (its
+// kind, headers and options), as EnqueueItem.Job gives one item its Job.
+// A Register whose job differs from the stored one is an update, like one
+// whose payload differs.
+func RegisterJob(j Job) RegisterOption {
+	return func(c *registerConfig) { c.job = j }
 }
 
 // CatchUp makes a registration enqueue missed occurrences one by one
@@ -112,13 +121,13 @@ const (
 	// RegistrationCreated: the registration is new; its first occurrence
 	// is enqueued.
 	RegistrationCreated RegisterOutcome = iota + 1
-	// RegistrationUpdated: the schedule, payload or catch-up bound
+	// RegistrationUpdated: the schedule, payload, job or catch-up bound
 	// differed and this Register replaced them (its version is at least
 	// the stored one). The occurrence enqueued last, if it is still
 	// scheduled and not yet due, was cancelled; the first occurrence after
 	// now of the new schedule is enqueued, with the new payload.
 	RegistrationUpdated
-	// RegistrationUnchanged: the same schedule, payload and catch-up bound
+	// RegistrationUnchanged: the same schedule, payload, job and catch-up bound
 	// were stored; nothing changed (a higher version is recorded) and the
 	// series goes on.
 	RegistrationUnchanged
@@ -227,6 +236,9 @@ func (q *Queue) Register(ctx context.Context, name string, s Schedule, payload [
 			o(&c)
 		}
 	}
+	if err := c.job.check(); err != nil {
+		return 0, err
+	}
 	if c.catchUp > MaxCatchUp {
 		return 0, fmt.Errorf("redisq: CatchUp(%d) over MaxCatchUp (%d)", c.catchUp, MaxCatchUp)
 	}
@@ -266,7 +278,7 @@ func (q *Queue) registerAfter(ctx context.Context, name string, sched Schedule, 
 		}
 		fid, uid := occurrenceID(name, first), occurrenceID(name, upd)
 		r, err := q.db.Register(ctx, rdb.RegisterArgs{Name: name, Spec: text, Payload: payload, CatchUp: c.catchUp,
-			Version: c.version, First: first, FirstID: fid, Update: upd, UpdateID: uid})
+			Version: c.version, First: first, FirstID: fid, Update: upd, UpdateID: uid, Job: c.job.stored()})
 		if err != nil {
 			return 0, err
 		}
@@ -373,6 +385,8 @@ type Registration struct {
 	Seen        time.Time
 	PayloadSize int64
 	Payload     []byte // set by Registration only
+	// Job is what every occurrence gets (RegisterJob).
+	Job Job
 }
 
 // OrphanAfter is how long a registration goes unseen (Registration.Seen)
@@ -432,6 +446,7 @@ func registration(row rdb.Reg, now int64) Registration {
 		EnqueuedID:  row.ID,
 		Ended:       row.Ended,
 		PayloadSize: row.Size,
+		Job:         jobFrom(row.Job),
 	}
 	if row.Seen > 0 {
 		g.Seen = msTime(row.Seen)

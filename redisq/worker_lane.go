@@ -91,13 +91,21 @@ func (w *Worker) runJob(s *lane, m *Message) bool {
 		w.release([]*Message{m})
 		return false
 	}
+	if !m.NotAfter.IsZero() && m.ClaimedAt.After(m.NotAfter) {
+		w.mu.Unlock()
+		w.settle(m, SkipRetry(errors.New(ReasonNotAfter)))
+		w.unhold(1)
+		return false
+	}
 	ctx, cancel := context.WithCancelCause(context.WithValue(w.base, messageKey{}, m))
+	stop := handlerDeadline(&ctx, m)
 	j := &job{m: m, cancel: cancel}
 	s.cur, s.armed = j, true
 	s.timer.Reset(w.every)
 	w.mu.Unlock()
 
 	err := w.call(ctx, m)
+	stop()
 	var pe *PanicError
 	if errors.As(err, &pe) {
 		w.log.Error("redisq: worker: handler panicked", "queue", w.q.name, "id", m.ID,
@@ -142,6 +150,28 @@ func (w *Worker) runJob(s *lane, m *Message) bool {
 	w.settle(m, err)
 	w.unhold(1)
 	return false
+}
+
+// handlerDeadline gives *ctx the deadline of m's Job: its Timeout from
+// now, or its NotAfter time if sooner (on this machine's clock through the
+// claim's Redis TIME, m.ClaimedAt, which is about now). It returns the
+// function that releases the deadline's timer.
+func handlerDeadline(ctx *context.Context, m *Message) context.CancelFunc {
+	var dl time.Time
+	if m.Timeout > 0 {
+		dl = time.Now().Add(m.Timeout)
+	}
+	if !m.NotAfter.IsZero() {
+		if na := time.Now().Add(m.NotAfter.Sub(m.ClaimedAt)); dl.IsZero() || na.Before(dl) {
+			dl = na
+		}
+	}
+	if dl.IsZero() {
+		return func() {}
+	}
+	c, cancel := context.WithDeadlineCause(*ctx, dl, ErrJobTimeout)
+	*ctx = c
+	return cancel
 }
 
 func errText(err error) string {
@@ -196,8 +226,14 @@ func (w *Worker) settle(m *Message, herr error) {
 		if Outcome(herr) != "skip_retry" {
 			why = "max attempts"
 		}
-		w.log.Warn("redisq: worker: message dead-lettered", "queue", w.q.name, "id", m.ID,
+		w.log.Warn("redisq: worker: message dead-lettered", "queue", w.q.name, "id", m.ID, "kind", m.Kind,
 			"attempt", m.Attempts, "cause", why, "err", reason)
+	default:
+		var unknown *UnknownKindError
+		if errors.As(herr, &unknown) {
+			w.log.Warn("redisq: worker: no handler for the message's kind; it is retried", "queue", w.q.name,
+				"id", m.ID, "kind", unknown.Kind, "attempt", m.Attempts, "outcome", out.String())
+		}
 	}
 }
 

@@ -71,6 +71,8 @@ const (
 	DestroySched   BulkOp = "destroy_s" // delete the first items of a state, counting the keys deleted
 	DestroyLease   BulkOp = "destroy_l"
 	DestroyDead    BulkOp = "destroy_d"
+	PurgeCompleted BulkOp = "purge_c" // delete the first completed items
+	DestroyDone    BulkOp = "destroy_c"
 )
 
 // bulkKeys are the keys Bulk declares for each op.
@@ -78,6 +80,10 @@ func (r *Runner) bulkKeys(op BulkOp) []string {
 	switch op {
 	case PurgeScheduled:
 		return []string{r.Keys.Sched, r.Keys.Stats}
+	case PurgeCompleted:
+		return []string{r.Keys.Done, r.Keys.Stats}
+	case DestroyDone:
+		return []string{r.Keys.Done}
 	case MarkInFlight, DestroyLease:
 		return []string{r.Keys.Lease}
 	case DestroySched:

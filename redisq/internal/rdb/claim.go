@@ -20,8 +20,10 @@ type ClaimArgs struct {
 	// Watch: the caller's Queue rings the wake marker for due work this
 	// claim leaves behind unless one of its consumers claims first.
 	Watch bool
-	// AckID and AckToken: a lease to ack first (AckTake).
+	// AckID and AckToken: a lease to ack first (AckTake), keeping
+	// AckResult if its job retains it.
 	AckID, AckToken string
+	AckResult       []byte
 }
 
 // Claimed is one item a claim leased.
@@ -32,6 +34,7 @@ type Claimed struct {
 	Due      int64 // ms
 	Token    string
 	Deadline int64 // lease deadline, ms
+	Job      Job
 }
 
 // ClaimReply is what a claim did.
@@ -58,7 +61,7 @@ func (r *Runner) Claim(ctx context.Context, a ClaimArgs) (ClaimReply, error) {
 	args := []interface{}{a.N, a.Visibility, a.MaxAttempts, a.BackoffBase, a.BackoffMax, a.ReclaimBatch, a.TimerID, watch}
 	var extra []string
 	if a.AckID != "" {
-		s, args = scriptAckClaim, append(args, a.AckID, a.AckToken)
+		s, args = scriptAckClaim, append(args, a.AckID, a.AckToken, a.AckResult)
 		extra = []string{r.Keys.Item(a.AckID), r.Keys.Tomb(a.AckToken)}
 	}
 	res, err := r.run(ctx, s, extra, args...)
@@ -69,13 +72,14 @@ func (r *Runner) Claim(ctx context.Context, a ClaimArgs) (ClaimReply, error) {
 	if c.Next == -2 {
 		return ClaimReply{Now: c.Now, LeaseLost: true}, nil
 	}
-	for i := 3; i+5 < len(res); i += 6 {
+	const stride = 6 + 6 // id, payload, attempts, due, token, deadline, the job fields
+	for i := 3; i+stride <= len(res); i += stride {
 		p, _ := res[i+1].(string)
 		id, _ := res[i].(string)
 		tok, _ := res[i+4].(string)
 		c.Items = append(c.Items, Claimed{
 			ID: id, Payload: []byte(p), Attempts: int(toInt(res[i+2])), Due: toInt(res[i+3]),
-			Token: tok, Deadline: toInt(res[i+5]),
+			Token: tok, Deadline: toInt(res[i+5]), Job: jobOf(res[i+6 : i+stride]),
 		})
 	}
 	return c, nil

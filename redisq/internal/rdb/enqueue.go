@@ -29,6 +29,7 @@ type NewItem struct {
 	ID      string
 	Payload []byte
 	When    When
+	Job     Job
 }
 
 // Enqueued is what became of one item of EnqueueBatch or EnqueueMany: its
@@ -43,7 +44,7 @@ type Enqueued struct {
 // Enqueue stores one item (lua/enqueue.lua): its due time (ms), or ok
 // false when its id exists.
 func (r *Runner) Enqueue(ctx context.Context, it NewItem) (due int64, ok bool, err error) {
-	res, err := r.run(ctx, scriptEnqueue, []string{r.Keys.Item(it.ID)}, it.ID, it.Payload, it.When.mode(), it.When.V)
+	res, err := r.run(ctx, scriptEnqueue, []string{r.Keys.Item(it.ID)}, it.Job.args([]interface{}{it.ID, it.Payload, it.When.mode(), it.When.V})...)
 	if err != nil {
 		return 0, false, err
 	}
@@ -64,7 +65,7 @@ func (r *Runner) EnqueueBatch(ctx context.Context, items []NewItem) []Enqueued {
 // EnqueueMany stores items in order, one enqueue-many script per chunk
 // (ChunkEnds), pipelined (see runChunks).
 func (r *Runner) EnqueueMany(ctx context.Context, items []NewItem) []Enqueued {
-	ends := ChunkEnds(len(items), func(i int) int { return len(items[i].ID) + len(items[i].Payload) })
+	ends := ChunkEnds(len(items), func(i int) int { return len(items[i].ID) + len(items[i].Payload) + items[i].Job.argLen() })
 	chunks := make([]chunk, len(ends))
 	for c, hi := range ends {
 		chunks[c] = enqueueChunk(r, items[ChunkStart(ends, c):hi])
@@ -77,11 +78,12 @@ func (r *Runner) EnqueueMany(ctx context.Context, items []NewItem) []Enqueued {
 }
 
 func enqueueChunk(r *Runner, items []NewItem) chunk {
-	c := chunk{make([]string, 0, len(items)), make([]interface{}, 0, 1+4*len(items))}
+	c := chunk{make([]string, 0, len(items)), make([]interface{}, 0, 1+5*len(items))}
 	c.args = append(c.args, len(items))
-	for _, it := range items {
+	for i := range items {
+		it := &items[i]
 		c.keys = append(c.keys, r.Keys.Item(it.ID))
-		c.args = append(c.args, it.ID, it.Payload, it.When.mode(), it.When.V)
+		c.args = it.Job.args(append(c.args, it.ID, it.Payload, it.When.mode(), it.When.V))
 	}
 	return c
 }

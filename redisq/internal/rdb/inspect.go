@@ -18,6 +18,7 @@ var (
 type StatsReply struct {
 	Now                            int64 // Redis TIME, ms
 	Scheduled, Due, InFlight, Dead int64
+	Completed                      int64 // kept and not yet expired
 	Head                           int64 // the earliest due time (ms), when HasHead
 	HasHead                        bool
 	Counters                       map[string]int64 // the stats hash
@@ -40,6 +41,9 @@ func (r *Runner) Stats(ctx context.Context) (StatsReply, error) {
 	// res[3] is nil when sched is empty; any score (before 1970 too) is a head.
 	if res[3] != nil {
 		s.Head, s.HasHead = toInt(res[3]), true
+	}
+	if len(res) > 9 {
+		s.Completed = toInt(res[9])
 	}
 	s.Counters = flatMap(res[6])
 	s.Lateness = flatMap(res[7])
@@ -87,12 +91,17 @@ type Item struct {
 	PayloadSize int
 	Payload     []byte // nil when not read
 	Pos         int64  // List: its offset in the state's order
+	Job         Job
+	Finished    int64 // when a completed item was acked (ms)
+	ResultSize  int
+	Result      []byte // nil when not read
 }
 
 // itemStride is the number of reply elements per item from append_item
 // (lua/include/item.lua): id, zset score, st, due, att, dl, enq, can, why,
-// payload size, payload.
-const itemStride = 11
+// payload size, payload, the job fields (JobFields), fin, result size,
+// result.
+const itemStride = 11 + 6 + 3
 
 func itemOf(r []interface{}) Item {
 	str := func(v interface{}) string { s, _ := v.(string); return s }
@@ -104,17 +113,23 @@ func itemOf(r []interface{}) Item {
 	if p, ok := r[10].(string); ok && (p != "" || it.PayloadSize == 0) {
 		it.Payload = []byte(p)
 	}
+	it.Job = jobOf(r[11:17])
+	it.Finished, it.ResultSize = ToMS(r[17]), int(toInt(r[18]))
+	if p, ok := r[19].(string); ok && (p != "" || it.ResultSize == 0) && it.State == "c" {
+		it.Result = []byte(p)
+	}
 	return it
 }
 
 // ListArgs selects a page of List (lua/list.lua).
 type ListArgs struct {
-	State    string // "s", "l" or "d"
+	State    string // "s", "l", "d" or "c"
 	Offset   int64
 	Limit    int
 	Payloads bool
 	Reverse  bool
 	Reason   string // dead items of this reason only ("" for all)
+	Kind     string // items of this kind only ("" for all)
 }
 
 // Page is one page of List.
@@ -127,7 +142,7 @@ type Page struct {
 
 // List reads one page of a state's items.
 func (r *Runner) List(ctx context.Context, a ListArgs) (Page, error) {
-	res, err := r.run(ctx, scriptList, []string{r.stateKey(a.State)}, a.State, a.Offset, a.Limit, flag(a.Payloads), flag(a.Reverse), a.Reason)
+	res, err := r.run(ctx, scriptList, []string{r.stateKey(a.State)}, a.State, a.Offset, a.Limit, flag(a.Payloads), flag(a.Reverse), a.Reason, a.Kind)
 	if err != nil {
 		return Page{}, err
 	}
@@ -152,6 +167,8 @@ func (r *Runner) stateKey(code string) string {
 		return r.Keys.Sched
 	case "l":
 		return r.Keys.Lease
+	case "c":
+		return r.Keys.Done
 	}
 	return r.Keys.Dead
 }

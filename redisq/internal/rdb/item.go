@@ -50,11 +50,11 @@ func (r *Runner) Reschedule(ctx context.Context, id string, w When) (f Found, du
 	return Done, toInt(res[1]), nil
 }
 
-// Upsert stores payload under id due at w whatever the id's state but
+// Upsert stores payload and job j under id due at w whatever the id's state but
 // leased (lua/schedule.lua): InFlight changes nothing; created says whether
 // the item is new; due is its due time (ms).
-func (r *Runner) Upsert(ctx context.Context, id string, payload []byte, w When) (f Found, created bool, due int64, err error) {
-	res, err := r.runOnce(ctx, scriptSchedule, []string{r.Keys.Item(id)}, id, payload, w.mode(), w.V)
+func (r *Runner) Upsert(ctx context.Context, id string, payload []byte, w When, j Job) (f Found, created bool, due int64, err error) {
+	res, err := r.runOnce(ctx, scriptSchedule, []string{r.Keys.Item(id)}, j.args([]interface{}{id, payload, w.mode(), w.V})...)
 	if err != nil {
 		return 0, false, 0, err
 	}

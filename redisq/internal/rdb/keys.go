@@ -8,12 +8,17 @@ import "strconv"
 //	{dq:NAME}:sched    zset    member -> due time (ms)
 //	{dq:NAME}:lease    zset    member -> lease deadline (ms)
 //	{dq:NAME}:dead     zset    member -> time of death (ms)
+//	{dq:NAME}:done     zset    member -> when a completed item expires (ms);
+//	                           expires itself with its last member
 //	{dq:NAME}:m:ID     hash    item ID: p payload, due, att (deliveries),
-//	                           st (s/l/d), mem (its zset member), tok (lease
+//	                           st (s/l/d/c), mem (its zset member), tok (lease
 //	                           token), dl (lease deadline), can (cancelled in
 //	                           flight), enq (first enqueued), why (dead
 //	                           items: the reason), rq/rr (the last request
-//	                           id and its reply)
+//	                           id and its reply), the job fields (k, j, ma,
+//	                           bb, bx, ret: see Job), and for completed
+//	                           items fin (when acked) and res (the result);
+//	                           a completed item's hash expires with it
 //	{dq:NAME}:wake     zset    the wake marker, member "w"
 //	{dq:NAME}:timer    string  who owns the next-due timer ("ID|deadline
 //	                           ms"), with a TTL
@@ -51,8 +56,8 @@ type Keys struct {
 	Prefix string // "{dq:NAME}:"
 	Items  string // "{dq:NAME}:m:", every script's ARGV[1]
 
-	Sched, Lease, Dead, Wake, Stats, Seq, Timer, Late string
-	Parts, Recs, Recx, Workers                        string
+	Sched, Lease, Dead, Done, Wake, Stats, Seq, Timer, Late string
+	Parts, Recs, Recx, Workers                              string
 }
 
 // QueueKeys returns the keys of the queue name.
@@ -60,7 +65,7 @@ func QueueKeys(name string) Keys {
 	p := "{dq:" + name + "}:"
 	return Keys{
 		Name: name, Prefix: p, Items: p + "m:",
-		Sched: p + "sched", Lease: p + "lease", Dead: p + "dead", Wake: p + "wake",
+		Sched: p + "sched", Lease: p + "lease", Dead: p + "dead", Done: p + "done", Wake: p + "wake",
 		Stats: p + "stats", Seq: p + "seq", Timer: p + "timer", Late: p + "late",
 		Parts: p + "parts", Recs: p + "recs", Recx: p + "recx", Workers: p + "workers",
 	}
@@ -107,6 +112,7 @@ const (
 	kSeq
 	kTimer
 	kLate
+	kDone
 )
 
 func (k *Keys) fixed(f key) string {
@@ -125,6 +131,8 @@ func (k *Keys) fixed(f key) string {
 		return k.Seq
 	case kTimer:
 		return k.Timer
+	case kDone:
+		return k.Done
 	}
 	return k.Late
 }

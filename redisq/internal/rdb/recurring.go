@@ -27,6 +27,7 @@ type RegisterArgs struct {
 	FirstID    string
 	Update     int64
 	UpdateID   string
+	Job        Job // every occurrence's
 }
 
 // RegisterReply: Code 1 created, 2 updated, 3 unchanged, 4 stale, 5 retry
@@ -40,8 +41,8 @@ type RegisterReply struct {
 // Register creates, changes or confirms a registration.
 func (r *Runner) Register(ctx context.Context, a RegisterArgs) (RegisterReply, error) {
 	extra := []string{r.Keys.Rec(a.Name), r.Keys.Recs, r.Keys.Recx, r.Keys.Item(a.FirstID), r.Keys.Item(a.UpdateID)}
-	res, err := r.runOnce(ctx, scriptRegister, extra, a.Name, a.Spec, a.Payload, strconv.Itoa(a.CatchUp),
-		strconv.FormatInt(a.Version, 10), a.First, a.FirstID, a.Update, a.UpdateID)
+	res, err := r.runOnce(ctx, scriptRegister, extra, a.Job.args([]interface{}{a.Name, a.Spec, a.Payload, strconv.Itoa(a.CatchUp),
+		strconv.FormatInt(a.Version, 10), a.First, a.FirstID, a.Update, a.UpdateID})...)
 	if err != nil {
 		return RegisterReply{}, err
 	}
@@ -84,10 +85,11 @@ type Reg struct {
 	ItemDue          int64
 	Size             int64
 	Payload          string
+	Job              Job // every occurrence's
 }
 
 // regFields is the number of reply elements per registration of reg_out.
-const regFields = 17
+const regFields = 17 + 6
 
 func regsOf(res []interface{}) []Reg {
 	var regs []Reg
@@ -98,7 +100,7 @@ func regsOf(res []interface{}) []Reg {
 			Name: s(0), Spec: s(1), CatchUp: int(n(2)), Version: n(3), Created: n(4), Updated: n(5),
 			Gen: n(6), At: n(7), Prev: n(8), HasPrev: s(8) != "", Ended: s(9) == "1", ID: s(10),
 			Extra: n(11), Seen: n(12), ItemState: s(13), ItemDue: ToMS(res[i+14]),
-			Size: n(15), Payload: s(16),
+			Size: n(15), Payload: s(16), Job: jobOf(res[i+17 : i+regFields]),
 		})
 	}
 	return regs

@@ -20,12 +20,14 @@ type Lease struct {
 	// Foreign: the lease is of another queue; AckMany answers lost for it
 	// without touching this queue's item of the same id.
 	Foreign bool
+	// Result is kept with the item by an ack if its job retains it.
+	Result []byte
 }
 
 // Ack acks one lease (lua/ack.lua): false when it is lost (expired or
 // superseded; an ack of it already applied reports true: its tombstone).
 func (r *Runner) Ack(ctx context.Context, l Lease) (bool, error) {
-	res, err := r.run(ctx, scriptAck, []string{r.Keys.Item(l.ID), r.Keys.Tomb(l.Token)}, l.ID, l.Token)
+	res, err := r.run(ctx, scriptAck, []string{r.Keys.Item(l.ID), r.Keys.Tomb(l.Token)}, l.ID, l.Token, l.Result)
 	if err != nil {
 		return false, err
 	}
@@ -39,13 +41,13 @@ type Acked struct {
 }
 
 // AckMany acks leases in order, one ack-many script per chunk (ChunkEnds
-// by id and token), pipelined (see runChunks).
+// by id, token and result), pipelined (see runChunks).
 func (r *Runner) AckMany(ctx context.Context, ls []Lease) []Acked {
-	ends := ChunkEnds(len(ls), func(i int) int { return len(ls[i].ID) + len(ls[i].Token) })
+	ends := ChunkEnds(len(ls), func(i int) int { return len(ls[i].ID) + len(ls[i].Token) + len(ls[i].Result) })
 	chunks := make([]chunk, len(ends))
 	for c, hi := range ends {
 		part := ls[ChunkStart(ends, c):hi]
-		ch := chunk{make([]string, 0, 2*len(part)), make([]interface{}, 0, 2*len(part))}
+		ch := chunk{make([]string, 0, 2*len(part)), make([]interface{}, 0, 3*len(part))}
 		for _, l := range part {
 			// An empty token owns no lease: the script answers 0.
 			tok := l.Token
@@ -53,7 +55,7 @@ func (r *Runner) AckMany(ctx context.Context, ls []Lease) []Acked {
 				tok = ""
 			}
 			ch.keys = append(ch.keys, r.Keys.Item(l.ID), r.Keys.Tomb(tok))
-			ch.args = append(ch.args, l.ID, tok)
+			ch.args = append(ch.args, l.ID, tok, l.Result)
 		}
 		chunks[c] = ch
 	}

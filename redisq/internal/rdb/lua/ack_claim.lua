@@ -1,5 +1,5 @@
--- ack and claim: the claim's ARGV[2..9], then ARGV[10] id and ARGV[11]
--- token of a lease to ack first, as ack. Returns {now, -2, 0} when that
+-- ack and claim: the claim's ARGV[2..9], then ARGV[10] id, ARGV[11] token
+-- and ARGV[12] result of a lease to ack first, as ack. Returns {now, -2, 0} when that
 -- lease is lost (nothing is claimed), else as claim: one round trip and one
 -- TIME for a consumer's Ack and its next Take.
 --
@@ -10,5 +10,5 @@
 --@include ack_one
 
 local now, frac = now_ms()
-if ack_one(ARGV[10], ARGV[11], now) == 0 then return {now, -2, 0} end
+if ack_one(ARGV[10], ARGV[11], now, ARGV[12]) == 0 then return {now, -2, 0} end
 --@include claim

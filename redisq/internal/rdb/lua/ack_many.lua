@@ -1,32 +1,42 @@
--- ack many: ARGV[2], ARGV[3], ... pairs of id and token. Returns {r1, ...}:
--- 1 acked (or already acked: tombstone), 0 lease lost, each as ack. One
--- TIME, one ZREM, one DEL and one counter update for the whole batch; the
--- caller keeps it at most EnqueueBatch pairs. O(k log n).
+-- ack many: ARGV[2], ARGV[3], ARGV[4], ... triples of id, token and the
+-- result to keep if the item is retained (see complete). Returns {r1,
+-- ...}: 1 acked (or already acked: tombstone), 0 lease lost, each as ack.
+-- One TIME, one ZREM, one DEL and one counter update for the whole batch
+-- (and a complete for each retained item); the caller keeps it at most
+-- EnqueueBatch triples. O(k log n).
 --
--- KEYS: lease, stats; per lease, its item's hash and its tombstone
+-- KEYS: lease, stats; per lease, its item's hash and its tombstone (done,
+--   touched only for retained items, is read before the first write)
 --@include common
 
 local now = now_ms()
 local tp = string.sub(ARGV[1], 1, -3) .. 'a:'
+local fs, keep = {}, false
+for j = 2, #ARGV, 3 do
+  fs[j] = redis.call('HMGET', ARGV[1] .. ARGV[j], 'st', 'tok', 'dl', 'mem', 'ret', 'can')
+  if fs[j][6] ~= '1' and fs[j][5] then keep = true end
+end
+if keep then redis.call('EXISTS', K_DONE) end
 local out, mems, hs, done = {}, {}, {}, {}
-for j = 2, #ARGV, 2 do
+for j = 2, #ARGV, 3 do
   local id, tok = ARGV[j], ARGV[j + 1]
   local h = ARGV[1] .. id
   local f = {}
-  if not done[h] then f = redis.call('HMGET', h, 'st', 'tok', 'dl', 'mem') end
+  if not done[h] then f = fs[j] end
   if f[1] ~= 'l' or f[2] ~= tok or tonumber(f[3]) <= now then
     if done[h] == tok or redis.call('EXISTS', tp .. tok) == 1 then out[#out + 1] = 1 else out[#out + 1] = 0 end
   else
     done[h] = tok
     mems[#mems + 1] = f[4]
-    hs[#hs + 1] = h
+    local ret = f[6] ~= '1' and tonumber(f[5])
+    if ret then complete(h, f[4], ret, now, ARGV[j + 2]) else hs[#hs + 1] = h end
     redis.call('SET', tp .. tok, '1', 'PX', {{TOMB_MS}})
     out[#out + 1] = 1
   end
 end
-if #hs > 0 then
+if #mems > 0 then
   redis.call('ZREM', K_LEASE, unpack(mems))
-  redis.call('DEL', unpack(hs))
-  redis.call('HINCRBY', K_STATS, 'acked', #hs)
+  if #hs > 0 then redis.call('DEL', unpack(hs)) end
+  redis.call('HINCRBY', K_STATS, 'acked', #mems)
 end
 return out

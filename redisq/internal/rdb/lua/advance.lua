@@ -32,13 +32,13 @@ if ARGV[5] ~= '' and tonumber(ARGV[5]) > now then return {3, now} end
 local k = (#ARGV - 6) / 2
 local ex = {}
 for i = 1, k do ex[i] = redis.call('EXISTS', ARGV[1] .. ARGV[6 + 2 * i]) end
-local p = nil
+local p, jf = nil, nil
 local mems, pv, last, lastid = {}, tonumber(f[2]), nil, nil
 for i = 1, k do
   local due, id = tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
   if ex[i] == 0 then
-    if not p then p = redis.call('HGET', R, 'p') or '' end
-    mems[occ_add(id, due, p, now)] = true
+    if not p then p, jf = redis.call('HGET', R, 'p') or '', rec_job(R) end
+    mems[occ_add(id, due, p, now, jf)] = true
   end
   if last then pv = last end
   last, lastid = due, id

@@ -1,13 +1,14 @@
 -- batch: ARGV[2] op, ARGV[3] limit, ARGV[4] offset (mark only). Ops:
--- "purge_s" deletes the first scheduled items, "mark" marks in-flight items
--- from offset as cancelled, "destroy_s"/"destroy_l"/"destroy_d" delete the
+-- "purge_s"/"purge_c" delete the first scheduled/completed items, "mark"
+-- marks in-flight items from offset as cancelled,
+-- "destroy_s"/"destroy_l"/"destroy_d"/"destroy_c" delete the
 -- first items of a state and count the keys deleted (Destroy: the item
 -- hashes, and the zset when the batch empties it). Returns {examined, size
 -- of the zset before, changed}.
 --
--- KEYS: the zset of the op (purge_s: sched and stats; mark and destroy_l:
---   lease; destroy_s: sched; destroy_d: dead); the item hashes are found while
---   running
+-- KEYS: the zset of the op (purge_s: sched and stats; purge_c: done and
+--   stats; mark and destroy_l: lease; destroy_s: sched; destroy_d: dead;
+--   destroy_c: done); the item hashes are found while running
 --@include common
 
 local op = ARGV[2]
@@ -15,6 +16,7 @@ local lim = tonumber(ARGV[3])
 local off = tonumber(ARGV[4])
 local z = K_DEAD
 if op == 'purge_s' or op == 'destroy_s' then z = K_SCHED
+elseif op == 'purge_c' or op == 'destroy_c' then z = K_DONE
 elseif op == 'mark' or op == 'destroy_l' then z = K_LEASE end
 if op ~= 'mark' then off = 0 end
 local card = redis.call('ZCARD', z)
@@ -37,12 +39,16 @@ for _, mem in ipairs(mems) do
     redis.call('ZREM', z, mem)
     redis.call('DEL', h)
     changed = changed + 1
+  elseif op == 'purge_c' then
+    -- A member whose hash has expired is no item any more.
+    redis.call('ZREM', z, mem)
+    changed = changed + redis.call('DEL', h)
   else
     redis.call('ZREM', z, mem)
     changed = changed + redis.call('DEL', h)
   end
 end
-if op == 'purge_s' then
+if op == 'purge_s' or op == 'purge_c' then
   redis.call('HINCRBY', K_STATS, 'deleted', changed)
 elseif op ~= 'mark' and #mems > 0 and #mems == card then
   changed = changed + 1 -- destroy emptied the zset, which deletes it

@@ -2,8 +2,10 @@
 -- limit), ARGV[5] backoff base us, ARGV[6] backoff max us, ARGV[7] reclaim
 -- batch, ARGV[8] the caller's timer id (its Queue value), ARGV[9] "1" when
 -- the caller watches for due work this claim leaves (see timerState).
--- Returns {now,
--- next, timed, id, payload, attempts, due, token, deadline, ...} where next
+-- ARGV[4..6] are the defaults of an item that has no max attempts or
+-- backoff of its own (fields ma, bb, bx). Returns {now, next, timed, id,
+-- payload, attempts, due, token, deadline, and its job fields k, j, ma,
+-- bb, bx, ret ("" when not set), ...} where next
 -- is ms until the earliest due item or lease deadline (-1: none, 0: work is
 -- waiting now; at most MAXWAIT) and timed is 1 when the caller's Queue now
 -- owns the timer and must act at next (claim, or ring the marker).

@@ -11,11 +11,11 @@ local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem')
 if not f[1] then return out end
 local score = redis.call('ZSCORE', zset_of(f[1]), f[2]) or ''
-append_item(out, ARGV[2], score, false)
-local size, max = out[#out - 1], tonumber(ARGV[3])
+local at = append_item(out, ARGV[2], score, false)
+local size, max = out[at], tonumber(ARGV[3])
 if max > 0 and size > 0 and size <= {{MAX_PREFIX_SCAN}} then
   local p = redis.call('HGET', h, 'p') or ''
   if #p > max then p = string.sub(p, 1, max) end
-  out[#out] = p
+  out[at + 1] = p
 end
 return out

@@ -18,7 +18,7 @@ if f[6] == '1' then
   return done_gone({3})
 end
 local att = tonumber(f[5]) or 0
-local maxatt = tonumber(ARGV[5])
+local maxatt, base, bmax = policy(f[9], f[10], f[11], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
 if maxatt > 0 and att >= maxatt then
   local why = 'max attempts: nacked'
   if ARGV[8] and ARGV[8] ~= '' then why = 'max attempts: ' .. ARGV[8] end
@@ -26,7 +26,7 @@ if maxatt > 0 and att >= maxatt then
   return {2}
 end
 local delay = tonumber(ARGV[4])
-if delay < 0 then delay = backoff(att, tonumber(ARGV[6]), tonumber(ARGV[7])) end
+if delay < 0 then delay = backoff(att, base, bmax) end
 local due = after(now, frac, delay)
 to_sched(h, ARGV[2], due, 'rq', ARGV[9], 'rr', enc({1, due}))
 return {1, due}

@@ -2,7 +2,8 @@
 -- schedule's text, ARGV[4] payload, ARGV[5] catch-up bound, ARGV[6]
 -- version, ARGV[7] and ARGV[8] the first occurrence (ms) and its item id
 -- if the registration is new, ARGV[9] and ARGV[10] if it exists (the first
--- after now), ARGV[11] request id. Returns {code, now, at, x}: 1 created
+-- after now), ARGV[11...] the job of every occurrence (job_fields), and
+-- last the request id. Returns {code, now, at, x}: 1 created
 -- or 2 updated (at the first occurrence), 3 unchanged, 4 stale (x the
 -- stored version), 5 retry (the first occurrence given is not after the
 -- last one that has come, x: compute it again after x); a rerun of the
@@ -20,6 +21,16 @@
 
 local R = rec_key(ARGV[2])
 local f = redis.call('HMGET', R, 's', 'p', 'cu', 'v', 'g', 'id', 'at', 'pv', 'rq', 'rr')
+local jf = job_fields(11, {})
+-- same_job: the stored job is the one given.
+local function same_job()
+  local old = rec_job(R)
+  if #old ~= #jf then return false end
+  local want = {}
+  for i = 1, #jf, 2 do want[jf[i]] = jf[i + 1] end
+  for i = 1, #old, 2 do if want[old[i]] ~= old[i + 1] then return false end end
+  return true
+end
 local now = now_ms()
 local again = replay(f[9], f[10], false)
 if again then return {again[1], now, again[2], 0} end
@@ -31,7 +42,7 @@ if f[1] then
     redis.call('HSET', R, 'sn', fmt(now))
     return {4, now, tonumber(f[7]), v}
   end
-  if f[1] == ARGV[3] and f[2] == ARGV[4] and f[3] == ARGV[5] then
+  if f[1] == ARGV[3] and f[2] == ARGV[4] and f[3] == ARGV[5] and same_job() then
     redis.call('HSET', R, 'sn', fmt(now))
     if tonumber(ARGV[6]) > v then redis.call('HSET', R, 'v', ARGV[6]) end
     return {3, now, tonumber(f[7]), 0}
@@ -54,12 +65,13 @@ if old and old[1] == 's' and tonumber(old[3]) > now then
 end
 if not exists then
   local m = {}
-  m[occ_add(fid, first, ARGV[4], now)] = true
+  m[occ_add(fid, first, ARGV[4], now, jf)] = true
   arm(m)
 end
 redis.call('HSET', R, 's', ARGV[3], 'p', ARGV[4], 'cu', ARGV[5], 'v', ARGV[6], 'g', fmt(g), 'ut', fmt(now),
   'at', fmt(first), 'id', fid, 'sn', fmt(now), 'rq', ARGV[#ARGV], 'rr', enc({code, first}))
-redis.call('HDEL', R, 'end')
+redis.call('HDEL', R, 'end', unpack(JOB_FIELDS))
+if #jf > 0 then redis.call('HSET', R, unpack(jf)) end
 if code == 1 then redis.call('HSET', R, 'ct', fmt(now)) end
 if pv then redis.call('HSET', R, 'pv', fmt(pv)) end
 redis.call('ZADD', K_RECS, 0, ARGV[2])

@@ -1,7 +1,7 @@
 -- run now: ARGV[2] id, ARGV[3] the registration name the id names ("" if none),
 -- ARGV[4] the extra run's id, ARGV[5] the Redis time (ms) it is named
 -- after and due at. Returns {0} not found, {2} in flight, {1, due} moved to due now,
--- {3, due} a dead item revived, {4, due} already due (left in place), {5}
+-- {3, due} a dead or completed item revived, {4, due} already due (left in place), {5}
 -- the extra run's id exists (name it after another ms), {6, due} an extra
 -- run enqueued for the registration's pending occurrence, which is left in
 -- place.
@@ -18,8 +18,8 @@ local f = redis.call('HMGET', h, 'st', 'mem', 'due', 'p')
 if not f[1] then return {0} end
 if f[1] == 'l' then return {2} end
 local now = now_ms()
-if f[1] == 'd' then
-  revive(h, ARGV[2], f[2], now)
+if f[1] == 'd' or f[1] == 'c' then
+  revive(h, ARGV[2], f[2], now, f[1])
   return {3, now}
 end
 local due = tonumber(f[3])
@@ -31,7 +31,7 @@ if ARGV[3] ~= '' then
     -- Due at the time it is named after: TIME read just before.
     local at = tonumber(ARGV[5])
     local m = {}
-    m[occ_add(ARGV[4], at, f[4] or '', now)] = true
+    m[occ_add(ARGV[4], at, f[4] or '', now, rec_job(R))] = true
     arm(m)
     redis.call('HSET', R, 'rn', fmt(at))
     return {6, at}

@@ -1,5 +1,6 @@
 -- schedule (upsert): ARGV[2] id, ARGV[3] payload, ARGV[4] "at" (ARGV[5] due
--- ms) or "after" (ARGV[5] delay us), ARGV[6] request id. {1, due} created,
+-- ms) or "after" (ARGV[5] delay us), ARGV[6...] the job (job_fields), which
+-- replaces the item's, and last the request id. {1, due} created,
 -- {3, due} replaced (a dead item is revived with attempts reset), {2} in
 -- flight (nothing changed); a rerun of the same request returns the first
 -- run's reply.
@@ -15,13 +16,15 @@ if f[1] == 'l' then return {2} end
 local now, frac = now_ms()
 local due = tonumber(ARGV[5])
 if ARGV[4] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
+local rid = ARGV[#ARGV]
 if not f[1] then
-  redis.call('HSET', h, 'p', ARGV[3], 'att', 0, 'enq', now)
-  sched_new(h, ARGV[2], due, 'rq', ARGV[6], 'rr', enc({1, due}))
+  redis.call('HSET', h, unpack(job_fields(6, {'p', ARGV[3], 'att', 0, 'enq', now})))
+  sched_new(h, ARGV[2], due, 'rq', rid, 'rr', enc({1, due}))
   return {1, due}
 end
 unsched(h, f[1], f[2])
-redis.call('HSET', h, 'p', ARGV[3])
-to_sched(h, ARGV[2], due, 'rq', ARGV[6], 'rr', enc({3, due}))
+redis.call('HDEL', h, unpack(JOB_FIELDS))
+redis.call('HSET', h, unpack(job_fields(6, {'p', ARGV[3]})))
+to_sched(h, ARGV[2], due, 'rq', rid, 'rr', enc({3, due}))
 redis.call('HINCRBY', K_STATS, 'rescheduled', 1)
 return {3, due}

@@ -1,8 +1,10 @@
 -- stats: {now, scheduled, due, headScore|nil, leased, dead, {k1, v1, ...}
--- counters, {bound, count, ...} lateness}. The head score is nil (Lua
+-- counters, {bound, count, ...} lateness, {n, s0, r, paused} of the
+-- sequence, completed}. The head score is nil (Lua
 -- false) when sched is empty: every integer is a possible score.
 --
--- KEYS: sched, lease, dead, stats, seq, late
+-- KEYS: sched, lease, dead, stats, seq, late (done, read only, is not
+--   declared: most queues have none)
 --@include common
 
 local now = now_ms()
@@ -14,4 +16,5 @@ local out = {now, redis.call('ZCARD', K_SCHED), redis.call('ZCOUNT', K_SCHED, '-
 out[7] = redis.call('HGETALL', K_STATS)
 out[8] = redis.call('HGETALL', K_LATE)
 out[9] = redis.call('HMGET', K_SEQ, 'n', 's0', 'r', 'paused')
+out[10] = redis.call('ZCOUNT', K_DONE, '(' .. string.format('%d', now), '+inf')
 return out

@@ -16,20 +16,21 @@ if lh[1] and tonumber(lh[2]) <= now then
   local exp = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, rb)
   -- Every item hash is read before the first write (see the key layout).
   local fs = {}
-  for i, mem in ipairs(exp) do fs[i] = redis.call('HMGET', mp .. string.sub(mem, 18), 'att', 'can') end
+  for i, mem in ipairs(exp) do fs[i] = redis.call('HMGET', mp .. string.sub(mem, 18), 'att', 'can', 'ma', 'bb', 'bx') end
   for i, mem in ipairs(exp) do
     local id = string.sub(mem, 18)
     local h = mp .. id
     redis.call('ZREM', K_LEASE, mem)
     local f = fs[i]
     local att = tonumber(f[1]) or 0
+    local ma, bb, bx = policy(f[3], f[4], f[5], maxatt, base, bmax)
     if f[2] == '1' then
       redis.call('DEL', h)
       redis.call('HINCRBY', K_STATS, 'cancelled', 1)
-    elseif maxatt > 0 and att >= maxatt then
+    elseif ma > 0 and att >= ma then
       to_dead(h, mem, now, 'max attempts: lease expired')
     else
-      to_sched(h, id, after(now, frac, backoff(att, base, bmax)))
+      to_sched(h, id, after(now, frac, backoff(att, bb, bx)))
       redis.call('HINCRBY', K_STATS, 'expired', 1)
     end
   end
@@ -44,7 +45,7 @@ local dl = after(now, frac, tonumber(ARGV[3]))
 if k > 0 then
   -- Every item hash is read before the first write (see the key layout).
   local fs = {}
-  for i = 1, k do fs[i] = redis.call('HMGET', mp .. string.sub(sch[2 * i - 1], 18), 'p', 'att') end
+  for i = 1, k do fs[i] = redis.call('HMGET', mp .. string.sub(sch[2 * i - 1], 18), 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret') end
   -- The first write, so that nothing is leased if it failed (it cannot:
   -- see stats.go).
   record_lateness(sch, k, now)
@@ -65,6 +66,7 @@ if k > 0 then
     out[#out + 1] = tonumber(sch[2 * i])
     out[#out + 1] = tok
     out[#out + 1] = dl
+    for x = 3, 8 do out[#out + 1] = f[x] or '' end
   end
   redis.call('ZREMRANGEBYRANK', K_SCHED, 0, k - 1)
   redis.call('ZADD', K_LEASE, unpack(z))

@@ -158,14 +158,55 @@ local function replay(rq, rr, gone)
   end
   return nil
 end
--- unsched takes a scheduled or dead item out of its zset, for to_sched; a
--- dead item is revived: attempts reset, reason dropped.
+-- unsched takes a scheduled, dead or completed item out of its zset, for
+-- to_sched; a dead or completed item is revived: attempts reset, reason or
+-- result dropped.
 local function unsched(h, st, mem)
   if st == 's' then
     redis.call('ZREM', K_SCHED, mem)
+  elseif st == 'c' then
+    -- A completed item runs again: it no longer expires.
+    redis.call('ZREM', K_DONE, mem)
+    redis.call('PERSIST', h)
+    redis.call('HSET', h, 'att', 0)
+    redis.call('HDEL', h, 'fin', 'res')
   else
     redis.call('ZREM', K_DEAD, mem)
     redis.call('HSET', h, 'att', 0)
     redis.call('HDEL', h, 'why')
   end
+end
+-- Job fields (Job in job.go): k the kind, j what only Go reads, ma max
+-- attempts, bb and bx the backoff base and max (µs), ret the retention
+-- (ms). A script takes a job as ARGV[b], the number of fields set, and
+-- then each one's name and value (so ARGV[b + 2n + 1] follows a job of n
+-- fields): job_fields appends them to t as HSET arguments and returns t.
+local JOB_FIELDS = {'k', 'j', 'ma', 'bb', 'bx', 'ret'}
+local function job_fields(b, t)
+  for i = b + 1, b + 2 * tonumber(ARGV[b]) do t[#t + 1] = ARGV[i] end
+  return t
+end
+-- policy returns an item's max attempts and backoff: its own (the values
+-- of its fields ma, bb, bx) where set, else the caller's.
+local function policy(ma, bb, bx, dma, dbb, dbx)
+  return tonumber(ma) or dma, tonumber(bb) or dbb, tonumber(bx) or dbx
+end
+-- complete(h, mem, ret, now, res): an acked item, out of its lease
+-- already, whose job keeps it ret ms (field ret) stays, completed, until
+-- now + ret: in K_DONE under its member, scored by that expiry, with its
+-- result res and the time fin of the ack. Its hash expires then, and
+-- K_DONE with its last member, so nothing is left behind whether or not
+-- anything runs again; each call also removes up to 10 members whose time
+-- has passed (their hashes are gone), so K_DONE holds about the items
+-- kept. The caller reads K_DONE (EXISTS) before its first write: K_DONE
+-- is not declared (see the key layout).
+local function complete(h, mem, ret, now, res)
+  local e = string.format('%d', math.min(now + ret, MAXDUE))
+  redis.call('HSET', h, 'st', 'c', 'tok', '', 'dl', 0, 'fin', string.format('%d', now), 'res', res)
+  redis.call('PEXPIREAT', h, e)
+  redis.call('ZADD', K_DONE, e, mem)
+  local old = redis.call('ZRANGE', K_DONE, '-inf', string.format('%d', now), 'BYSCORE', 'LIMIT', 0, 10)
+  if #old > 0 then redis.call('ZREM', K_DONE, unpack(old)) end
+  local top = redis.call('ZRANGE', K_DONE, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', K_DONE, top[2])
 end

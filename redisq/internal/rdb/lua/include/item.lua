@@ -1,9 +1,9 @@
--- append_item(out, id, score, withp): it appends one item's
--- fields to out in the order itemStride (item.go) documents. The lease token is never
--- read.
+-- append_item(out, id, score, withp): it appends one item's fields to out
+-- in the order itemStride (inspect.go) documents, and returns the index of
+-- its payload size. The lease token is never read.
 
 local function zset_of(st)
-  if st == 's' then return K_SCHED elseif st == 'l' then return K_LEASE end
+  if st == 's' then return K_SCHED elseif st == 'l' then return K_LEASE elseif st == 'c' then return K_DONE end
   return K_DEAD
 end
 local function append_item(out, id, score, withp)
@@ -12,6 +12,13 @@ local function append_item(out, id, score, withp)
   out[#out + 1] = id
   out[#out + 1] = score
   for i = 1, 7 do out[#out + 1] = f[i] or '' end
-  out[#out + 1] = redis.call('HSTRLEN', h, 'p')
+  local at = #out + 1
+  out[at] = redis.call('HSTRLEN', h, 'p')
   if withp then out[#out + 1] = redis.call('HGET', h, 'p') or '' else out[#out + 1] = '' end
+  local j = redis.call('HMGET', h, 'fin', unpack(JOB_FIELDS))
+  for i = 1, #JOB_FIELDS do out[#out + 1] = j[i + 1] or '' end
+  out[#out + 1] = j[1] or ''
+  out[#out + 1] = redis.call('HSTRLEN', h, 'res')
+  if withp then out[#out + 1] = redis.call('HGET', h, 'res') or '' else out[#out + 1] = '' end
+  return at
 end

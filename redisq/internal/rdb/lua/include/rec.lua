@@ -1,5 +1,6 @@
 -- What the recurring scripts share, after common.lua: the registration's key, occ_add, which
--- writes an occurrence's item as Enqueue does (the same hash fields, a
+-- writes an occurrence's item as Enqueue does (the same hash fields, the
+-- registration's job (rec_job), a
 -- member from the queue's sequence, so that Stats counts it as enqueued),
 -- arm, which rings the wake marker when one of the new members is the head
 -- of sched, and changed, which adds an entry to the change feed. Each
@@ -10,11 +11,23 @@
 local K_RECS, K_RECX = K_PREFIX .. 'recs', K_PREFIX .. 'recx'
 local function rec_key(name) return K_PREFIX .. 'rec:' .. name end
 local function fmt(x) return string.format('%d', x) end
-local function occ_add(id, due, p, now)
+local function occ_add(id, due, p, now, jf)
   local mem = new_member(id)
-  redis.call('HSET', ARGV[1] .. id, 'p', p, 'due', fmt(due), 'att', 0, 'st', 's', 'mem', mem, 'enq', fmt(now))
+  local t = {'p', p, 'due', fmt(due), 'att', 0, 'st', 's', 'mem', mem, 'enq', fmt(now)}
+  if jf then for _, v in ipairs(jf) do t[#t + 1] = v end end
+  redis.call('HSET', ARGV[1] .. id, unpack(t))
   redis.call('ZADD', K_SCHED, fmt(due), mem)
   return mem
+end
+-- rec_job(R) is the job of registration R (its fields JOB_FIELDS, which
+-- every occurrence gets) as HSET arguments.
+local function rec_job(R)
+  local v = redis.call('HMGET', R, unpack(JOB_FIELDS))
+  local t = {}
+  for i, f in ipairs(JOB_FIELDS) do
+    if v[i] then t[#t + 1] = f; t[#t + 1] = v[i] end
+  end
+  return t
 end
 local function arm(mems)
   local head = redis.call('ZRANGE', K_SCHED, 0, 0)

@@ -1,8 +1,8 @@
--- revive(h, id, mem, now): a dead item goes back to
+-- revive(h, id, mem, now, st): a dead (or, with st 'c', completed) item goes back to
 -- sched, due now, with attempts reset.
 
-local function revive(h, id, mem, now)
-  unsched(h, 'd', mem)
+local function revive(h, id, mem, now, st)
+  unsched(h, st or 'd', mem)
   to_sched(h, id, now)
   redis.call('HINCRBY', K_STATS, 'requeued', 1)
 end

@@ -1,0 +1,155 @@
+package rdb
+
+import (
+	"encoding/binary"
+	"sort"
+	"strconv"
+)
+
+// Job is what an item carries beyond its id and payload, set at enqueue
+// and kept in its hash: the fields the scripts act on each have their own
+// (k kind, ma max attempts, bb and bx backoff base and max in µs, ret
+// retention in ms), and what only Go reads is one opaque field (j: the
+// headers, the handler timeout and the not-after time). A zero field is
+// not stored: the queue's default applies.
+type Job struct {
+	Kind        string
+	Headers     map[string]string
+	MaxAttempts int64
+	BackoffBase int64 // µs
+	BackoffMax  int64 // µs
+	Timeout     int64 // µs
+	NotAfter    int64 // ms; 0: none
+	Retention   int64 // ms
+}
+
+// JobFields are the hash fields of a Job, in the order the scripts read
+// them (HMGET ... k j ma bb bx ret; see lua/include/job.lua).
+var JobFields = []string{"k", "j", "ma", "bb", "bx", "ret"}
+
+// IsZero reports whether j sets nothing.
+func (j *Job) IsZero() bool {
+	return j.Kind == "" && len(j.Headers) == 0 && j.MaxAttempts == 0 && j.BackoffBase == 0 &&
+		j.BackoffMax == 0 && j.Timeout == 0 && j.NotAfter == 0 && j.Retention == 0
+}
+
+// args appends j to a script's ARGV as the scripts take it
+// (job_fields in lua/include/job.lua): the number of fields set, then each
+// field's name and value.
+func (j *Job) args(a []interface{}) []interface{} {
+	if j.IsZero() {
+		return append(a, 0)
+	}
+	at := len(a)
+	a = append(a, 0)
+	n := 0
+	add := func(f string, v interface{}) { a = append(a, f, v); n++ }
+	if j.Kind != "" {
+		add("k", j.Kind)
+	}
+	if b := j.blob(); b != "" {
+		add("j", b)
+	}
+	num := func(f string, v int64) {
+		if v != 0 {
+			add(f, strconv.FormatInt(v, 10))
+		}
+	}
+	num("ma", j.MaxAttempts)
+	num("bb", j.BackoffBase)
+	num("bx", j.BackoffMax)
+	num("ret", j.Retention)
+	a[at] = n
+	return a
+}
+
+// argLen is the size of j in ARGV, for ChunkEnds.
+func (j *Job) argLen() int {
+	n := len(j.Kind) + 40
+	for k, v := range j.Headers {
+		n += len(k) + len(v) + 4
+	}
+	return n
+}
+
+// The blob j: a sequence of (tag byte, uvarint length, bytes). Tags: 'h' a
+// header's name followed by 'v' its value, 't' the timeout (decimal µs),
+// 'n' the not-after time (decimal ms). A reader skips tags it does not
+// know, so that a later version may add some.
+func (j *Job) blob() string {
+	if len(j.Headers) == 0 && j.Timeout == 0 && j.NotAfter == 0 {
+		return ""
+	}
+	var b []byte
+	put := func(tag byte, s string) {
+		b = append(b, tag)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	if j.Timeout != 0 {
+		put('t', strconv.FormatInt(j.Timeout, 10))
+	}
+	if j.NotAfter != 0 {
+		put('n', strconv.FormatInt(j.NotAfter, 10))
+	}
+	// Sorted, so that equal jobs store equal bytes.
+	names := make([]string, 0, len(j.Headers))
+	for k := range j.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		put('h', k)
+		put('v', j.Headers[k])
+	}
+	return string(b)
+}
+
+// parseBlob fills j's blob fields from b; what it cannot read is skipped.
+func (j *Job) parseBlob(b string) {
+	var name string
+	for len(b) > 0 {
+		tag := b[0]
+		n, w := binary.Uvarint([]byte(b[1:min(len(b), 11)]))
+		if w <= 0 || n > uint64(len(b)-1-w) {
+			return
+		}
+		v := b[1+w : 1+w+int(n)]
+		b = b[1+w+int(n):]
+		switch tag {
+		case 't':
+			j.Timeout, _ = strconv.ParseInt(v, 10, 64)
+		case 'n':
+			j.NotAfter, _ = strconv.ParseInt(v, 10, 64)
+		case 'h':
+			name = v
+		case 'v':
+			if j.Headers == nil {
+				j.Headers = make(map[string]string)
+			}
+			j.Headers[name] = v
+		}
+	}
+}
+
+// jobOf reads a Job from the values of JobFields in a reply (nil or ""
+// for a field not stored).
+func jobOf(r []interface{}) Job {
+	str := func(i int) string {
+		if i >= len(r) {
+			return ""
+		}
+		s, _ := r[i].(string)
+		return s
+	}
+	num := func(i int) int64 {
+		v, _ := strconv.ParseInt(str(i), 10, 64)
+		return v
+	}
+	j := Job{Kind: str(0), MaxAttempts: num(2), BackoffBase: num(3), BackoffMax: num(4), Retention: num(5)}
+	j.parseBlob(str(1))
+	return j
+}
+
+// JobArgLen is the size of j in ARGV, for ChunkEnds.
+func JobArgLen(j *Job) int { return j.argLen() }
