@@ -14,3 +14,9 @@ func SetLabelHash(f func(string) string) (restore func()) {
 	labelHash = f
 	return func() { labelHash = old }
 }
+
+// WorkerLabels returns the queue and kind labels w gives a message of the
+// queue named queue and of that kind.
+func WorkerLabels(w *WorkerMetrics, queue, kind string) (string, string) {
+	return w.labels(queue, kind)
+}

@@ -15,14 +15,30 @@ var WorkerBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1,
 
 // WorkerMetrics measures the handlers of redisq Workers: it is a
 // redisq.Middleware source (Middleware) and a prometheus.Collector of what
-// it saw, labelled by queue (QueueLabel of the message's queue name), for
-// any number of workers and queues:
+// it saw, labelled by queue (QueueLabel of the message's queue name) and
+// kind (the message's Job.Kind, see below), for any number of workers,
+// queues and kinds:
 //
-//	redisq_worker_handled_total{queue}                    counter    handler runs that returned (or panicked)
-//	redisq_worker_failed_total{queue}                     counter    runs that returned an error or panicked
-//	redisq_worker_panics_total{queue}                     counter    runs that panicked
-//	redisq_worker_in_flight{queue}                        gauge      handlers running now
-//	redisq_worker_handler_duration_seconds{queue,outcome} histogram  run time, by redisq.Outcome: ok, error, skip_retry, retry_after, panic
+//	redisq_worker_handled_total{queue,kind}                    counter    handler runs that returned (or panicked)
+//	redisq_worker_failed_total{queue,kind}                     counter    runs that returned an error or panicked
+//	redisq_worker_panics_total{queue,kind}                     counter    runs that panicked
+//	redisq_worker_in_flight{queue,kind}                        gauge      handlers running now
+//	redisq_worker_handler_duration_seconds{queue,kind,outcome} histogram  run time, by redisq.Outcome: ok, error, skip_retry, retry_after, panic
+//
+// The "kind" label is "" for a message without a kind, and otherwise the
+// kind escaped and bounded as QueueLabel does a queue name (so that no
+// kind can break a scrape; a printable kind is its own label). Kinds are
+// chosen by programmers, not by the data, but a label per kind multiplies
+// every series, the histogram's buckets included: so only the first
+// MaxKindLabels (100) distinct kinds a WorkerMetrics sees in a queue get
+// a label of their own, and the runs of any later kind of that queue are
+// counted under kind="other" (OtherKind), which a kind named "other"
+// shares. A queue thus has at most MaxKindLabels+2 kind values ("" and
+// "other" besides), and a flood of distinct kinds costs no memory
+// either: the kinds past the bound are not remembered. Which kinds come
+// first depends on the order of the runs, so it can differ between
+// processes and restarts: a kind="other" series says that a queue has
+// more kinds than the bound.
 //
 // Register it once and put its Middleware in every worker's
 // WorkerOptions.Middleware (first, to time the other middleware too). It
@@ -33,48 +49,77 @@ type WorkerMetrics struct {
 	duration                *prometheus.HistogramVec
 
 	mu     sync.Mutex
-	labels map[string]string // guarded by mu: queue name -> label (QueueLabel)
+	queues map[string]*queueLabels // guarded by mu: by queue name
 }
 
-// NewWorkerMetrics returns a WorkerMetrics with no series yet: a queue's
-// appear when its first message is handled.
+// MaxKindLabels is how many distinct kinds of one queue a WorkerMetrics
+// labels by their own name; the runs of the others are counted under
+// kind="other" (OtherKind). A message without a kind (kind="") does not
+// count toward it.
+const MaxKindLabels = 100
+
+// OtherKind is the "kind" label of the runs of the kinds of a queue past
+// its first MaxKindLabels.
+const OtherKind = "other"
+
+// queueLabels are the labels of one queue: its own, and those of its
+// kinds (at most MaxKindLabels of them).
+type queueLabels struct {
+	label string            // QueueLabel of the name
+	kinds map[string]string // kind -> label, for the first MaxKindLabels kinds
+}
+
+// NewWorkerMetrics returns a WorkerMetrics with no series yet: those of a
+// queue and kind appear when its first message of that kind is handled.
 func NewWorkerMetrics() *WorkerMetrics {
 	return &WorkerMetrics{
 		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redisq_worker_handled_total",
 			Help: "Handler runs of redisq workers that returned or panicked.",
-		}, []string{"queue"}),
+		}, []string{"queue", "kind"}),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redisq_worker_failed_total",
 			Help: "Handler runs of redisq workers that returned an error or panicked.",
-		}, []string{"queue"}),
+		}, []string{"queue", "kind"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redisq_worker_panics_total",
 			Help: "Handler runs of redisq workers that panicked.",
-		}, []string{"queue"}),
+		}, []string{"queue", "kind"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "redisq_worker_in_flight",
 			Help: "Handlers of redisq workers running now.",
-		}, []string{"queue"}),
+		}, []string{"queue", "kind"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "redisq_worker_handler_duration_seconds",
 			Help:    "Run time of redisq workers' handlers, by outcome (ok, error, skip_retry, retry_after, panic).",
 			Buckets: WorkerBuckets,
-		}, []string{"queue", "outcome"}),
-		labels: map[string]string{},
+		}, []string{"queue", "kind", "outcome"}),
+		queues: map[string]*queueLabels{},
 	}
 }
 
-// label returns the queue label of the queue named name, computed once.
-func (w *WorkerMetrics) label(name string) string {
+// labels returns the queue and kind labels of a message of the queue
+// named queue and of that kind, each computed once.
+func (w *WorkerMetrics) labels(queue, kind string) (string, string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	l, ok := w.labels[name]
+	ql, ok := w.queues[queue]
 	if !ok {
-		l = QueueLabel(name)
-		w.labels[name] = l
+		ql = &queueLabels{label: QueueLabel(queue), kinds: map[string]string{}}
+		w.queues[queue] = ql
 	}
-	return l
+	if kind == "" {
+		return ql.label, ""
+	}
+	k, ok := ql.kinds[kind]
+	if !ok {
+		if len(ql.kinds) >= MaxKindLabels {
+			return ql.label, OtherKind
+		}
+		k = QueueLabel(kind)
+		ql.kinds[kind] = k
+	}
+	return ql.label, k
 }
 
 // Middleware returns the redisq.Middleware that feeds w. A panic of the
@@ -82,21 +127,21 @@ func (w *WorkerMetrics) label(name string) string {
 func (w *WorkerMetrics) Middleware() redisq.Middleware {
 	return func(next redisq.Handler) redisq.Handler {
 		return func(ctx context.Context, m *redisq.Message) error {
-			q := w.label(m.QueueName())
-			g := w.inFlight.WithLabelValues(q)
+			q, k := w.labels(m.QueueName(), m.Kind)
+			g := w.inFlight.WithLabelValues(q, k)
 			g.Inc()
 			defer g.Dec()
 			start := time.Now()
 			err := next(ctx, m)
 			el := time.Since(start)
 			out := redisq.Outcome(err)
-			w.duration.WithLabelValues(q, out).Observe(el.Seconds())
-			w.handled.WithLabelValues(q).Inc()
+			w.duration.WithLabelValues(q, k, out).Observe(el.Seconds())
+			w.handled.WithLabelValues(q, k).Inc()
 			if err != nil {
-				w.failed.WithLabelValues(q).Inc()
+				w.failed.WithLabelValues(q, k).Inc()
 			}
 			if out == "panic" {
-				w.panics.WithLabelValues(q).Inc()
+				w.panics.WithLabelValues(q, k).Inc()
 			}
 			return err
 		}
