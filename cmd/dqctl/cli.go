@@ -236,10 +236,11 @@ type env struct {
 	scanKeys   int
 
 	// The flags of the operator's views (queues -sort; list, requeue and
-	// delete-dead -reason; reasons -limit).
+	// delete-dead -reason; reasons -limit; list -kind).
 	sort        string
 	reason      optString
 	reasonLimit int64
+	kind        optString
 }
 
 func (e *env) printf(format string, a ...any) { fmt.Fprintf(e.stdout, format, a...) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,9 +25,11 @@ func commands() []command {
 		{name: "workers", args: "QUEUE", help: "list the live Workers of a queue from their heartbeats: host, pid, since when, last beat, " +
 			"handlers running, and the messages they run since when; says when items are due and no worker is alive",
 			min: 1, max: 1, flags: showFlags, run: cmdWorkers},
-		{name: "list", args: "QUEUE STATE", help: "list the items in STATE (scheduled, inflight, dead), a page at a time (a partitioned queue's across its partitions, from -cursor)",
+		{name: "list", args: "QUEUE STATE", help: "list the items in STATE (scheduled, inflight, dead), a page at a time (a partitioned queue's across its partitions, from -cursor), " +
+			"with their kind (-kind: only the items of one kind)",
 			min: 2, max: 2, flags: listFlags, run: cmdList},
-		{name: "show", args: "QUEUE ID", help: "show one item, its payload pretty-printed if it is JSON (what fits the terminal; -full: all)",
+		{name: "show", args: "QUEUE ID", help: "show one item: its state, kind, headers and own options (max attempts, backoff, timeout, not after, retention), " +
+			"its payload pretty-printed if it is JSON (what fits the terminal; -full: all)",
 			min: 2, max: 2, flags: showFlags, run: cmdShow},
 		{name: "reasons", args: "QUEUE", help: "group the dead items by the reason they died of: how many, the first and last death of each " +
 			"(list -reason lists a group, requeue and delete-dead -reason act on one)",
@@ -109,6 +112,8 @@ func listFlags(fs *flag.FlagSet, e *env) {
 	fs.BoolVar(&e.page.Payloads, "payloads", false, "include payloads (in -json output)")
 	withReason(fs, e, "list only the dead items that died of exactly this `reason`, as dqctl reasons prints it "+
 		"(a page then examines up to 1000 dead items: it may hold fewer than -limit, or none, and still have a next page)")
+	fs.Var(&e.kind, "kind", "list only the items of exactly this `kind`, as the KIND column prints it (with -reason: the dead items of both) "+
+		"(a page then examines up to 1000 items: it may hold fewer than -limit, or none, and still have a next page)")
 	withFull(fs, e)
 }
 
@@ -399,17 +404,30 @@ func partItem(it redisq.Item, withPayload bool, p *redisq.Partitioned, i int) it
 	return j
 }
 
-// itemTable is the table of list: a header and a row per item, with a
-// PARTITION column after the id when part is given (a partitioned queue).
+// kindCell is an item's kind in a table cell: "-" for none, and a kind
+// that is itself "-" quoted.
+func kindCell(kind string) string {
+	switch kind {
+	case "":
+		return "-"
+	case "-":
+		return quote(kind)
+	}
+	return cell(kind)
+}
+
+// itemTable is the table of list: a header and a row per item, its KIND
+// after the id, with a PARTITION column between them when part is given
+// (a partitioned queue).
 func itemTable(state redisq.State, items []redisq.Item, now time.Time, part func(i int) string) [][]string {
 	var head []string
 	switch state {
 	case redisq.StateScheduled:
-		head = []string{"ID", "DUE", "ATTEMPTS", "ENQUEUED", "SIZE"}
+		head = []string{"ID", "KIND", "DUE", "ATTEMPTS", "ENQUEUED", "SIZE"}
 	case redisq.StateInFlight:
-		head = []string{"ID", "LEASE ENDS", "ATTEMPTS", "DUE", "CANCELLED", "SIZE"}
+		head = []string{"ID", "KIND", "LEASE ENDS", "ATTEMPTS", "DUE", "CANCELLED", "SIZE"}
 	default:
-		head = []string{"ID", "DIED", "ATTEMPTS", "SIZE", "REASON"}
+		head = []string{"ID", "KIND", "DIED", "ATTEMPTS", "SIZE", "REASON"}
 	}
 	withPart := func(r []string, p string) []string {
 		if part == nil {
@@ -423,11 +441,11 @@ func itemTable(state redisq.State, items []redisq.Item, now time.Time, part func
 		var r []string
 		switch state {
 		case redisq.StateScheduled:
-			r = []string{cell(it.ID), rel(it.Due, now), att, rel(it.Enqueued, now), size}
+			r = []string{cell(it.ID), kindCell(it.Kind), rel(it.Due, now), att, rel(it.Enqueued, now), size}
 		case redisq.StateInFlight:
-			r = []string{cell(it.ID), rel(it.LeaseDeadline, now), att, rel(it.Due, now), strconv.FormatBool(it.Cancelled), size}
+			r = []string{cell(it.ID), kindCell(it.Kind), rel(it.LeaseDeadline, now), att, rel(it.Due, now), strconv.FormatBool(it.Cancelled), size}
 		default:
-			r = []string{cell(it.ID), rel(it.DiedAt, now), att, size, cell(it.DeadReason)}
+			r = []string{cell(it.ID), kindCell(it.Kind), rel(it.DiedAt, now), att, size, cell(it.DeadReason)}
 		}
 		if part != nil {
 			r = withPart(r, part(i))
@@ -463,6 +481,12 @@ func cmdList(e *env) error {
 			return usageErr("-reason filters dead items: give the state dead, not %s", state)
 		}
 		e.page.Reason = e.reason.val
+	}
+	if e.kind.set {
+		if err := checkKind(e.kind.val); err != nil {
+			return err
+		}
+		e.page.Kind = e.kind.val
 	}
 	t, err := e.target(e.args[0])
 	if err != nil {
@@ -504,11 +528,11 @@ func cmdList(e *env) error {
 		end = p.Next
 	}
 	switch {
-	case e.page.Offset >= p.Total || (len(p.Items) == 0 && e.page.Reason == ""):
+	case e.page.Offset >= p.Total || (len(p.Items) == 0 && !filtered(e.page)):
 		e.printf("(no %s items at offset %d; %s in all)\n", state, e.page.Offset, num(p.Total))
 		return nil
-	case e.page.Reason != "":
-		e.printf("%s among dead items %s-%s of %s", diedOf(len(p.Items), e.page.Reason), num(e.page.Offset+1), num(end), num(p.Total))
+	case filtered(e.page):
+		e.printf("%s among %s items %s-%s of %s", matched(len(p.Items), state, e.page), state, num(e.page.Offset+1), num(end), num(p.Total))
 	default:
 		e.printf("%s-%s of %s %s", num(e.page.Offset+1), num(e.page.Offset+int64(len(p.Items))), num(p.Total), state)
 	}
@@ -520,6 +544,36 @@ func cmdList(e *env) error {
 	}
 	e.printf("\n")
 	return nil
+}
+
+// checkKind returns the usage error of an empty -kind, or nil.
+func checkKind(kind string) error {
+	if kind == "" {
+		return usageErr("-kind is empty: give a kind as list prints it (items with no kind cannot be picked by kind)")
+	}
+	return nil
+}
+
+// filtered: the page keeps only some of the items it examines (-reason,
+// -kind).
+func filtered(o redisq.ListOptions) bool { return o.Reason != "" || o.Kind != "" }
+
+// matched says which items a filtered page kept: `3 dead items died of
+// "smtp 550"`, `no scheduled item of kind "refund"`, `1 dead item of kind
+// "refund" died of "smtp 550"`.
+func matched(n int, state redisq.State, o redisq.ListOptions) string {
+	if o.Kind == "" {
+		return diedOf(n, o.Reason)
+	}
+	what := counted(int64(n), state.String()+" item")
+	if n == 0 {
+		what = "no " + state.String() + " item"
+	}
+	what += " of kind " + quote(o.Kind)
+	if o.Reason != "" {
+		what += " died of " + quote(o.Reason)
+	}
+	return what
 }
 
 // listPartitioned is list of a partitioned queue: one page merged across
@@ -534,7 +588,7 @@ func listPartitioned(e *env, p *redisq.Partitioned, state redisq.State) error {
 		return err
 	}
 	pg, err := p.List(e.ctx, state, redisq.PartitionedListOptions{Cursor: cur, Limit: e.page.Limit, Reverse: e.page.Reverse, Payloads: e.page.Payloads,
-		Reason: e.page.Reason})
+		Reason: e.page.Reason, Kind: e.page.Kind})
 	if err != nil {
 		return err
 	}
@@ -571,11 +625,11 @@ func listPartitioned(e *env, p *redisq.Partitioned, state redisq.State) error {
 	}
 	parts := plural(int64(p.NumPartitions()), "partition")
 	switch {
-	case before >= pg.Total || (len(pg.Items) == 0 && e.page.Reason == ""):
+	case before >= pg.Total || (len(pg.Items) == 0 && !filtered(e.page)):
 		e.printf("(no %s items at cursor %s; %s in all)\n", state, formatCursor(cur, p.NumPartitions()), num(pg.Total))
 		return nil
-	case e.page.Reason != "":
-		e.printf("%s among dead items %s-%s of %s in %s", diedOf(len(pg.Items), e.page.Reason), num(before+1), num(end), num(pg.Total), parts)
+	case filtered(e.page):
+		e.printf("%s among %s items %s-%s of %s in %s", matched(len(pg.Items), state, e.page), state, num(before+1), num(end), num(pg.Total), parts)
 	default:
 		e.printf("%s-%s of %s %s in %s", num(before+1), num(before+int64(len(pg.Items))), num(pg.Total), state, parts)
 	}
@@ -623,6 +677,10 @@ func cmdShow(e *env) error {
 		lines++
 	}
 	fmt.Fprintf(tw, "state\t%s\n", it.State)
+	if it.Kind != "" {
+		fmt.Fprintf(tw, "kind\t%s\n", cell(it.Kind))
+		lines++
+	}
 	fmt.Fprintf(tw, "due\t%s\n", stamp(it.Due))
 	fmt.Fprintf(tw, "attempts\t%d\n", it.Attempts)
 	fmt.Fprintf(tw, "enqueued\t%s\n", stamp(it.Enqueued))
@@ -635,6 +693,10 @@ func cmdShow(e *env) error {
 		fmt.Fprintf(tw, "died\t%s\n", stamp(it.DiedAt))
 		fmt.Fprintf(tw, "reason\t%s\n", clean(it.DeadReason))
 		lines += 2
+	}
+	for _, l := range jobLines(it.Job) {
+		fmt.Fprintf(tw, "%s\t%s\n", l[0], l[1])
+		lines++
 	}
 	fmt.Fprintf(tw, "payload\t%s\n", plural(int64(it.PayloadSize), "byte"))
 	if err := tw.Flush(); err != nil {
@@ -649,6 +711,48 @@ func cmdShow(e *env) error {
 	}
 	showPayload(e.stdout, it.Payload, lim)
 	return nil
+}
+
+// jobLines are the lines of show for an item's headers, sorted by name,
+// one a line (`tenant: acme`), and for the options of its own that are
+// set: each a name and its value.
+func jobLines(j redisq.Job) [][2]string {
+	var out [][2]string
+	for i, k := range slices.Sorted(maps.Keys(j.Headers)) {
+		name := ""
+		if i == 0 {
+			name = "headers"
+		}
+		out = append(out, [2]string{name, headerName(k) + ": " + cell(j.Headers[k])})
+	}
+	switch {
+	case j.MaxAttempts > 0:
+		out = append(out, [2]string{"max attempts", strconv.Itoa(j.MaxAttempts)})
+	case j.MaxAttempts < 0:
+		out = append(out, [2]string{"max attempts", "no limit"})
+	}
+	if j.BackoffBase > 0 {
+		out = append(out, [2]string{"backoff", fmt.Sprintf("%v, doubling up to %v", j.BackoffBase, j.BackoffMax)})
+	}
+	if j.Timeout > 0 {
+		out = append(out, [2]string{"timeout", j.Timeout.String() + " a run"})
+	}
+	if !j.NotAfter.IsZero() {
+		out = append(out, [2]string{"not after", stamp(j.NotAfter)})
+	}
+	if j.Retention > 0 {
+		out = append(out, [2]string{"retention", j.Retention.String() + " once acked"})
+	}
+	return out
+}
+
+// headerName is a header's name in show: as cell has it, and quoted when
+// it holds the ": " that ends it.
+func headerName(k string) string {
+	if strings.Contains(k, ":") {
+		return quote(k)
+	}
+	return cell(k)
 }
 
 // getPartitioned finds item id of p: Get on the partition of the id, else

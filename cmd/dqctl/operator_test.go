@@ -211,7 +211,7 @@ func TestMessagesSayWhatHappened(t *testing.T) {
 	}
 
 	r = dqctl(t, "", "help")
-	r.want(t, exitOK, "  show [-full] [-json] QUEUE ID\n", "  list [-cursor cursor] [-full] [-json] [-limit n] [-offset n] [-payloads]\n        [-reason reason] [-reverse] QUEUE STATE\n",
+	r.want(t, exitOK, "  show [-full] [-json] QUEUE ID\n", "  list [-cursor cursor] [-full] [-json] [-kind kind] [-limit n] [-offset n]\n        [-payloads] [-reason reason] [-reverse] QUEUE STATE\n",
 		"  pause QUEUE\n", "  queues [-json] [-partitions] [-scan] [-sort key]\n", "  serve-metrics [-allow-host name] [-listen host:port] [-scan-keys n] [QUEUE...]\n")
 	dqctl(t, "", "help", "list").want(t, exitOK, "Usage: dqctl list [-cursor cursor] [-full] [-json]", "-offset n", "items per page")
 	dqctl(t, "", "help", "nosuch").want(t, exitUsage, `unknown command "nosuch"`)
