@@ -33,7 +33,7 @@
 //	redisq_partitioned_partitions     gauge    a partitioned queue's partition count (server-wide collector)
 //	redisq_partition_info{partitioned,partition}  gauge  1 for each queue that is a partition: join on queue
 //	                                           to sum the partitions by partitioned queue
-//	redisq_items{state}               gauge    items per state: scheduled, inflight, dead
+//	redisq_items{state}               gauge    items per state: scheduled, inflight, dead, completed
 //	redisq_due_items                  gauge    scheduled items already due (the backlog)
 //	redisq_oldest_overdue_seconds     gauge    how long the earliest due item has waited
 //	redisq_enqueued_total             counter  new items

@@ -423,7 +423,7 @@ func queueMetrics(out []prometheus.Metric, t *target, r statsResult) []prometheu
 	for _, s := range []struct {
 		state redisq.State
 		n     int64
-	}{{redisq.StateScheduled, st.Scheduled}, {redisq.StateInFlight, st.InFlight}, {redisq.StateDead, st.Dead}} {
+	}{{redisq.StateScheduled, st.Scheduled}, {redisq.StateInFlight, st.InFlight}, {redisq.StateDead, st.Dead}, {redisq.StateCompleted, st.Completed}} {
 		out = append(out, constMetric(redisItems, prometheus.GaugeValue, float64(s.n), name, s.state.String()))
 	}
 	out = append(out, constMetric(redisDue, prometheus.GaugeValue, float64(st.DueBacklog), name))

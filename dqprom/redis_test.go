@@ -35,10 +35,14 @@ func TestRedisCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Three items 2s overdue: one acked, one dead, one left in flight; one
-	// scheduled for later.
+	// Three items 2s overdue: one acked (and kept, completed), one dead,
+	// one left in flight; one scheduled for later.
 	for i := range 3 {
-		if err := q.Enqueue(ctx, fmt.Sprint("i", i), nil, now.Add(-2*time.Second)); err != nil {
+		it := redisq.EnqueueItem{ID: fmt.Sprint("i", i), At: now.Add(-2 * time.Second)}
+		if i == 0 {
+			it.Job.Retention = time.Hour
+		}
+		if _, err := q.Add(ctx, it); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,6 +64,7 @@ func TestRedisCollector(t *testing.T) {
 	want := `
 # HELP redisq_items Items in each state now.
 # TYPE redisq_items gauge
+redisq_items{queue="mail",state="completed"} 1
 redisq_items{queue="mail",state="dead"} 1
 redisq_items{queue="mail",state="inflight"} 1
 redisq_items{queue="mail",state="scheduled"} 1
@@ -154,12 +159,15 @@ func TestRedisServerCollectorFindsQueues(t *testing.T) {
 	want := `
 # HELP redisq_items Items in each state now.
 # TYPE redisq_items gauge
+redisq_items{queue="a",state="completed"} 0
 redisq_items{queue="a",state="dead"} 0
 redisq_items{queue="a",state="inflight"} 0
 redisq_items{queue="a",state="scheduled"} 1
+redisq_items{queue="a:b",state="completed"} 0
 redisq_items{queue="a:b",state="dead"} 0
 redisq_items{queue="a:b",state="inflight"} 0
 redisq_items{queue="a:b",state="scheduled"} 1
+redisq_items{queue="we\"ird",state="completed"} 0
 redisq_items{queue="we\"ird",state="dead"} 0
 redisq_items{queue="we\"ird",state="inflight"} 0
 redisq_items{queue="we\"ird",state="scheduled"} 1
