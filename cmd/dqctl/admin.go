@@ -185,7 +185,7 @@ func cmdPurge(e *env) error {
 	if err != nil {
 		return err
 	}
-	n := map[redisq.State]int64{redisq.StateScheduled: st.Scheduled, redisq.StateInFlight: st.InFlight, redisq.StateDead: st.Dead}[state]
+	n := map[redisq.State]int64{redisq.StateScheduled: st.Scheduled, redisq.StateInFlight: st.InFlight, redisq.StateDead: st.Dead, redisq.StateCompleted: st.Completed}[state]
 	if err := e.confirm(fmt.Sprintf("purge %s of %s? [y/N] ", plural(n, state.String()+" item"), t.label()), "y"); err != nil {
 		return err
 	}
@@ -254,8 +254,8 @@ func cmdDestroy(e *env) error {
 	if err != nil {
 		return err
 	}
-	prompt := fmt.Sprintf("destroy %s on %s (%d scheduled, %d in flight, %d dead, all counters)?\ntype the queue name to confirm: ",
-		t.label(), e.conn.where(), st.Scheduled, st.InFlight, st.Dead)
+	prompt := fmt.Sprintf("destroy %s on %s (%d scheduled, %d in flight, %d dead, %d completed, all counters)?\ntype the queue name to confirm: ",
+		t.label(), e.conn.where(), st.Scheduled, st.InFlight, st.Dead, st.Completed)
 	if err := e.confirm(prompt, t.Name()); err != nil {
 		return err
 	}

@@ -25,11 +25,12 @@ func commands() []command {
 		{name: "workers", args: "QUEUE", help: "list the live Workers of a queue from their heartbeats: host, pid, since when, last beat, " +
 			"handlers running, and the messages they run since when; says when items are due and no worker is alive",
 			min: 1, max: 1, flags: showFlags, run: cmdWorkers},
-		{name: "list", args: "QUEUE STATE", help: "list the items in STATE (scheduled, inflight, dead), a page at a time (a partitioned queue's across its partitions, from -cursor), " +
-			"with their kind (-kind: only the items of one kind)",
+		{name: "list", args: "QUEUE STATE", help: "list the items in STATE (scheduled, inflight, dead, completed), a page at a time (a partitioned queue's across its partitions, from -cursor), " +
+			"with their kind (-kind: only the items of one kind); completed items (acked, kept for their job's retention) with when they expire and their result's size " +
+			"(-payloads: a preview of it)",
 			min: 2, max: 2, flags: listFlags, run: cmdList},
 		{name: "show", args: "QUEUE ID", help: "show one item: its state, kind, headers and own options (max attempts, backoff, timeout, not after, retention), " +
-			"its payload pretty-printed if it is JSON (what fits the terminal; -full: all)",
+			"its payload pretty-printed if it is JSON (what fits the terminal; -full: all); a completed item's completion, expiry and result, shown as the payload is",
 			min: 2, max: 2, flags: showFlags, run: cmdShow},
 		{name: "reasons", args: "QUEUE", help: "group the dead items by the reason they died of: how many, the first and last death of each " +
 			"(list -reason lists a group, requeue and delete-dead -reason act on one)",
@@ -39,12 +40,12 @@ func commands() []command {
 		{name: "delete-dead", args: "QUEUE (ID... | -all | -reason R)", help: "delete dead items",
 			min: 1, max: -1, flags: withDead, run: func(e *env) error { return cmdDead(e, false) }, write: true},
 		{name: "run-now", args: "QUEUE ID...", help: "run items as soon as a consumer is free, never later than they would have: " +
-			"a scheduled item is made due now, one already due keeps its place, a dead one is requeued, " +
+			"a scheduled item is made due now, one already due keeps its place, a dead or completed one is requeued, " +
 			"and the next occurrence of a recurring job stays at its time while an extra run is enqueued, due now",
 			min: 2, max: -1, run: cmdRunNow, write: true},
 		{name: "delete", args: "QUEUE ID...", help: "delete items in any state (an in-flight one is marked: deleted when settled, never retried)",
 			min: 2, max: -1, run: cmdDelete, write: true},
-		{name: "purge", args: "QUEUE STATE", help: "delete every item in STATE (inflight: mark them all)",
+		{name: "purge", args: "QUEUE STATE", help: "delete every item in STATE: scheduled, inflight (mark them all), dead or completed (the results kept)",
 			min: 2, max: 2, flags: withYes, run: cmdPurge, write: true},
 		{name: "pause", args: "QUEUE", help: "pause deliveries: no consumer takes an item until resume (enqueues, acks and admin commands go on)",
 			min: 1, max: 1, run: func(e *env) error { return cmdPause(e, true) }, write: true},
@@ -109,7 +110,7 @@ func listFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.cursor, "cursor", "", "a partitioned queue: start at this `cursor`, one offset per partition (a,b,c), as the previous page printed")
 	fs.IntVar(&e.page.Limit, "limit", 50, fmt.Sprintf("`n` items per page (1..%d)", redisq.MaxPage))
 	fs.BoolVar(&e.page.Reverse, "reverse", false, "latest first")
-	fs.BoolVar(&e.page.Payloads, "payloads", false, "include payloads (in -json output)")
+	fs.BoolVar(&e.page.Payloads, "payloads", false, "include payloads and results (in -json output; completed items: a preview of the result in the RESULT column)")
 	withReason(fs, e, "list only the dead items that died of exactly this `reason`, as dqctl reasons prints it "+
 		"(a page then examines up to 1000 dead items: it may hold fewer than -limit, or none, and still have a next page)")
 	fs.Var(&e.kind, "kind", "list only the items of exactly this `kind`, as the KIND column prints it (with -reason: the dead items of both) "+
@@ -129,6 +130,7 @@ type queueInfo struct {
 	Due       int64  `json:"due"`
 	InFlight  int64  `json:"inflight"`
 	Dead      int64  `json:"dead"`
+	Completed int64  `json:"completed"`
 	Paused    bool   `json:"paused"`
 }
 
@@ -156,7 +158,7 @@ type queueLine struct {
 
 func infoOf(name string, st redisq.Stats) queueLine {
 	c := st.StatsCounters
-	return queueLine{queueInfo{name, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead, st.Paused},
+	return queueLine{queueInfo{name, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead, st.Completed, st.Paused},
 		queueHealth{st.OldestOverdue.Seconds(), st.PausedSince, c.Delivered, c.Acked, c.Nacked, c.Expired, c.DeadLettered, st.OldestOverdue, st.Now}}
 }
 
@@ -336,12 +338,12 @@ func cmdQueues(e *env) error {
 		paused = paused || r.pausedCell() != ""
 	}
 	// The PAUSED column only when a queue is paused.
-	out := [][]string{{"QUEUE", "SCHEDULED", "DUE", "OLDEST OVERDUE", "INFLIGHT", "DEAD", "NACKED", "DEAD-LETTERED", "FAILED"}}
+	out := [][]string{{"QUEUE", "SCHEDULED", "DUE", "OLDEST OVERDUE", "INFLIGHT", "DEAD", "COMPLETED", "NACKED", "DEAD-LETTERED", "FAILED"}}
 	if paused {
 		out[0] = append(out[0], "PAUSED")
 	}
 	row := func(name string, l queueLine, pausedCell string) {
-		r := []string{name, num(l.Scheduled), num(l.Due), l.overdueCell(), num(l.InFlight), num(l.Dead), num(l.Nacked), num(l.DeadLettered), l.failedCell()}
+		r := []string{name, num(l.Scheduled), num(l.Due), l.overdueCell(), num(l.InFlight), num(l.Dead), num(l.Completed), num(l.Nacked), num(l.DeadLettered), l.failedCell()}
 		if paused {
 			r = append(r, pausedCell)
 		}
@@ -365,7 +367,7 @@ func cmdQueues(e *env) error {
 func parseState(s string) (redisq.State, error) {
 	st, err := redisq.ParseState(s)
 	if err != nil {
-		return 0, usageErr("unknown state %s: want scheduled, inflight or dead", quote(s))
+		return 0, usageErr("unknown state %s: want scheduled, inflight, dead or completed", quote(s))
 	}
 	return st, nil
 }
@@ -375,11 +377,14 @@ func parseState(s string) (redisq.State, error) {
 // payload_encoding says how (utf8: the string is the payload; base64:
 // the payload is not UTF-8 and the string is its standard base64). An
 // item of a partitioned queue also has its partition: its number and its
-// name (an ordinary queue).
+// name (an ordinary queue). A completed item's result, when it was read,
+// is in result the same way, result_encoding saying how.
 type itemJSON struct {
 	redisq.Item
 	Payload        *string `json:"payload,omitempty"`
 	Encoding       string  `json:"payload_encoding,omitempty"`
+	Result         *string `json:"result,omitempty"`
+	ResultEncoding string  `json:"result_encoding,omitempty"`
 	Partition      *int    `json:"partition,omitempty"`
 	PartitionQueue string  `json:"partition_queue,omitempty"`
 }
@@ -394,6 +399,13 @@ func jsonItem(it redisq.Item, withPayload bool) itemJSON {
 		p, enc = base64Std(it.Payload), "base64"
 	}
 	j.Payload, j.Encoding = &p, enc
+	if it.State == redisq.StateCompleted {
+		r, enc := string(it.Result), "utf8"
+		if !utf8.Valid(it.Result) {
+			r, enc = base64Std(it.Result), "base64"
+		}
+		j.Result, j.ResultEncoding = &r, enc
+	}
 	return j
 }
 
@@ -426,6 +438,8 @@ func itemTable(state redisq.State, items []redisq.Item, now time.Time, part func
 		head = []string{"ID", "KIND", "DUE", "ATTEMPTS", "ENQUEUED", "SIZE"}
 	case redisq.StateInFlight:
 		head = []string{"ID", "KIND", "LEASE ENDS", "ATTEMPTS", "DUE", "CANCELLED", "SIZE"}
+	case redisq.StateCompleted:
+		head = []string{"ID", "KIND", "COMPLETED", "EXPIRES", "ATTEMPTS", "SIZE", "RESULT"}
 	default:
 		head = []string{"ID", "KIND", "DIED", "ATTEMPTS", "SIZE", "REASON"}
 	}
@@ -444,6 +458,8 @@ func itemTable(state redisq.State, items []redisq.Item, now time.Time, part func
 			r = []string{cell(it.ID), kindCell(it.Kind), rel(it.Due, now), att, rel(it.Enqueued, now), size}
 		case redisq.StateInFlight:
 			r = []string{cell(it.ID), kindCell(it.Kind), rel(it.LeaseDeadline, now), att, rel(it.Due, now), strconv.FormatBool(it.Cancelled), size}
+		case redisq.StateCompleted:
+			r = []string{cell(it.ID), kindCell(it.Kind), rel(it.CompletedAt, now), rel(it.Expires, now), att, size, resultCell(it)}
 		default:
 			r = []string{cell(it.ID), kindCell(it.Kind), rel(it.DiedAt, now), att, size, cell(it.DeadReason)}
 		}
@@ -455,11 +471,29 @@ func itemTable(state redisq.State, items []redisq.Item, now time.Time, part func
 	return rows
 }
 
-// writeItems writes the table of list, the reasons of dead items cut to
-// the terminal unless -full; it reports whether it cut one.
+// resultPreview is how many runes of a result the RESULT cell shows at
+// most (then the terminal's width cuts it further, unless -full).
+const resultPreview = 40
+
+// resultCell is the RESULT cell of a completed item: a preview of the
+// result when it was read (-payloads), quoted and escaped as cell does,
+// else its size; "-" for none.
+func resultCell(it redisq.Item) string {
+	switch {
+	case it.ResultSize == 0 && len(it.Result) == 0:
+		return "-"
+	case it.Result != nil:
+		return cutTo(cell(string(it.Result)), resultPreview)
+	}
+	return plural(int64(it.ResultSize), "byte")
+}
+
+// writeItems writes the table of list, the reasons of dead items and the
+// results of completed ones cut to the terminal unless -full; it reports
+// whether it cut one.
 func writeItems(e *env, state redisq.State, rows [][]string) (bool, error) {
 	cut := false
-	if state == redisq.StateDead && !e.full {
+	if (state == redisq.StateDead || state == redisq.StateCompleted) && !e.full {
 		cut = fitLastColumn(rows, screen(e.stdout).cols)
 	}
 	return cut, writeTable(e.stdout, rows)
@@ -540,10 +574,18 @@ func cmdList(e *env) error {
 		e.printf("; next page: %s", next)
 	}
 	if cut {
-		e.printf("; reasons cut to the terminal's width (-full: whole)")
+		e.printf("; %s cut to the terminal's width (-full: whole)", cutWhat(state))
 	}
 	e.printf("\n")
 	return nil
+}
+
+// cutWhat is what writeItems cuts in a state's table.
+func cutWhat(state redisq.State) string {
+	if state == redisq.StateCompleted {
+		return "results"
+	}
+	return "reasons"
 }
 
 // checkKind returns the usage error of an empty -kind, or nil.
@@ -637,7 +679,7 @@ func listPartitioned(e *env, p *redisq.Partitioned, state redisq.State) error {
 		e.printf("; next page: -cursor %s", formatCursor(pg.Next, 0))
 	}
 	if cut {
-		e.printf("; reasons cut to the terminal's width (-full: whole)")
+		e.printf("; %s cut to the terminal's width (-full: whole)", cutWhat(state))
 	}
 	e.printf("\n")
 	return nil
@@ -670,35 +712,46 @@ func cmdShow(e *env) error {
 		return writeJSON(e.stdout, jsonItem(it, true))
 	}
 	tw := table(e.stdout)
-	fmt.Fprintf(tw, "id\t%s\n", quote(it.ID))
+	keyw := 0 // the width of the first column, for the result's line
+	row := func(k, format string, a ...any) {
+		keyw = max(keyw, utf8.RuneCountInString(k))
+		fmt.Fprintf(tw, "%s\t", k)
+		fmt.Fprintf(tw, format+"\n", a...)
+	}
+	row("id", "%s", quote(it.ID))
 	lines := 6
 	if part >= 0 {
-		fmt.Fprintf(tw, "partition\t%s\n", partitionName(t.p, part))
+		row("partition", "%s", partitionName(t.p, part))
 		lines++
 	}
-	fmt.Fprintf(tw, "state\t%s\n", it.State)
+	row("state", "%s", it.State)
 	if it.Kind != "" {
-		fmt.Fprintf(tw, "kind\t%s\n", cell(it.Kind))
+		row("kind", "%s", cell(it.Kind))
 		lines++
 	}
-	fmt.Fprintf(tw, "due\t%s\n", stamp(it.Due))
-	fmt.Fprintf(tw, "attempts\t%d\n", it.Attempts)
-	fmt.Fprintf(tw, "enqueued\t%s\n", stamp(it.Enqueued))
+	row("due", "%s", stamp(it.Due))
+	row("attempts", "%d", it.Attempts)
+	row("enqueued", "%s", stamp(it.Enqueued))
 	if it.State == redisq.StateInFlight {
-		fmt.Fprintf(tw, "lease ends\t%s\n", stamp(it.LeaseDeadline))
-		fmt.Fprintf(tw, "cancelled\t%v\n", it.Cancelled)
+		row("lease ends", "%s", stamp(it.LeaseDeadline))
+		row("cancelled", "%v", it.Cancelled)
 		lines += 2
 	}
 	if it.State == redisq.StateDead {
-		fmt.Fprintf(tw, "died\t%s\n", stamp(it.DiedAt))
-		fmt.Fprintf(tw, "reason\t%s\n", clean(it.DeadReason))
+		row("died", "%s", stamp(it.DiedAt))
+		row("reason", "%s", clean(it.DeadReason))
+		lines += 2
+	}
+	if it.State == redisq.StateCompleted {
+		row("completed", "%s", stamp(it.CompletedAt))
+		row("expires", "%s", stamp(it.Expires))
 		lines += 2
 	}
 	for _, l := range jobLines(it.Job) {
-		fmt.Fprintf(tw, "%s\t%s\n", l[0], l[1])
+		row(l[0], "%s", l[1])
 		lines++
 	}
-	fmt.Fprintf(tw, "payload\t%s\n", plural(int64(it.PayloadSize), "byte"))
+	row("payload", "%s", plural(int64(it.PayloadSize), "byte"))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -710,6 +763,13 @@ func cmdShow(e *env) error {
 		lim = limits{cols: s.cols, lines: max(10, s.rows-lines-2)}
 	}
 	showPayload(e.stdout, it.Payload, lim)
+	if it.State == redisq.StateCompleted {
+		// The result, escaped and cut as the payload is.
+		fmt.Fprintf(e.stdout, "%-*s%s\n", keyw+tableGap, "result", plural(int64(it.ResultSize), "byte"))
+		if it.ResultSize > 0 || len(it.Result) > 0 {
+			showPayload(e.stdout, it.Result, lim)
+		}
+	}
 	return nil
 }
 

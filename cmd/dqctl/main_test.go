@@ -227,15 +227,15 @@ func TestQueuesStatsList(t *testing.T) {
 
 	r := dqctl(t, "", "-redis", f.addr, "queues")
 	r.want(t, exitOK, "QUEUE", "orders:eu")
-	// Sizes, OLDEST OVERDUE (nothing due), NACKED, DEAD-LETTERED and FAILED
+	// Sizes, OLDEST OVERDUE (nothing due), COMPLETED, NACKED, DEAD-LETTERED and FAILED
 	// (2 of 3 deliveries not acked, f1 in flight aside).
-	if !regexp.MustCompile(`\norders +2 +0 +- +1 +2 +1 +2 +66\.7%\n`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`\norders +2 +0 +- +1 +2 +0 +1 +2 +66\.7%\n`).MatchString(r.stdout) {
 		t.Errorf("queues table:\n%s", r.stdout)
 	}
 	var qs []queueInfo
 	r = dqctl(t, "", "-redis", f.addr, "queues", "-json")
 	r.want(t, exitOK)
-	if err := json.Unmarshal([]byte(r.stdout), &qs); err != nil || len(qs) != 2 || qs[0] != (queueInfo{"orders", 2, 0, 1, 2, false}) {
+	if err := json.Unmarshal([]byte(r.stdout), &qs); err != nil || len(qs) != 2 || qs[0] != (queueInfo{"orders", 2, 0, 1, 2, 0, false}) {
 		t.Fatalf("queues -json: %v %+v", err, qs)
 	}
 

@@ -73,14 +73,14 @@ func TestQueuesSickFirst(t *testing.T) {
 	f.sickQueues(t)
 	a := []string{"-redis", f.addr}
 	r := dqctl(t, "", append(a, "queues")...)
-	r.want(t, exitOK, "QUEUE   SCHEDULED  DUE    OLDEST OVERDUE  INFLIGHT  DEAD  NACKED  DEAD-LETTERED  FAILED\n")
+	r.want(t, exitOK, "QUEUE   SCHEDULED  DUE    OLDEST OVERDUE  INFLIGHT  DEAD  COMPLETED  NACKED  DEAD-LETTERED  FAILED\n")
 	if got := fmt.Sprint(firstColumn(r.stdout)); got != "[calm orders wait]" {
 		t.Errorf("by name: %s\n%s", got, r.stdout)
 	}
 	for name, want := range map[string]string{
-		"wait":   `^wait +1,234 +1,234 +5m\ds +0 +0 +0 +0 +-$`,
-		"calm":   `^calm +1 +0 +- +0 +0 +0 +0 +-$`,
-		"orders": `^orders +2 +0 +- +1 +2 +1 +2 +66\.7%$`,
+		"wait":   `^wait +1,234 +1,234 +5m\ds +0 +0 +0 +0 +0 +-$`,
+		"calm":   `^calm +1 +0 +- +0 +0 +0 +0 +0 +-$`,
+		"orders": `^orders +2 +0 +- +1 +2 +0 +1 +2 +66\.7%$`,
 	} {
 		if !regexp.MustCompile(`(?m)` + want).MatchString(r.stdout) {
 			t.Errorf("row of %s: want %s\n%s", name, want, r.stdout)

@@ -59,13 +59,13 @@ func statsPartitioned(e *env, p *redisq.Partitioned) error {
 	if paused > 0 && !st.Paused {
 		fmt.Fprintf(e.stdout, "  PAUSED: %d of %s deliver nothing until resumed (dqctl resume)\n", paused, plural(int64(len(ss)), "partition"))
 	}
-	rows := [][]string{{"  #", "PARTITION", "SCHEDULED", "DUE", "INFLIGHT", "DEAD", "ENQUEUED", "DELIVERED", "ACKED"}}
+	rows := [][]string{{"  #", "PARTITION", "SCHEDULED", "DUE", "INFLIGHT", "DEAD", "COMPLETED", "ENQUEUED", "DELIVERED", "ACKED"}}
 	if paused > 0 {
 		rows[0] = append(rows[0], "PAUSED")
 	}
 	for i, s := range ss {
 		r := []string{fmt.Sprintf("  %d", i), cell(p.Partition(i).Name()), num(s.Scheduled), num(s.DueBacklog), num(s.InFlight),
-			num(s.Dead), num(s.Enqueued), num(s.Delivered), num(s.Acked)}
+			num(s.Dead), num(s.Completed), num(s.Enqueued), num(s.Delivered), num(s.Acked)}
 		if paused > 0 {
 			r = append(r, infoOf("", s).pausedCell())
 		}
@@ -99,6 +99,7 @@ type statsOut struct {
 	OldestOverdueSeconds float64              `json:"oldest_overdue_seconds"`
 	InFlight             int64                `json:"inflight"`
 	Dead                 int64                `json:"dead"`
+	Completed            int64                `json:"completed"`
 	Counters             redisq.StatsCounters `json:"counters"`
 	Lateness             latenessJSON         `json:"lateness"`
 	Partitions           []statsOut           `json:"partitions,omitempty"`
@@ -125,7 +126,7 @@ func statsJSON(name string, st redisq.Stats) statsOut {
 		buckets = append(buckets, b)
 	}
 	return statsOut{Queue: name, Now: st.Now, Paused: st.Paused, PausedSince: st.PausedSince, Scheduled: st.Scheduled, Due: st.DueBacklog,
-		OldestOverdueSeconds: st.OldestOverdue.Seconds(), InFlight: st.InFlight, Dead: st.Dead, Counters: st.StatsCounters,
+		OldestOverdueSeconds: st.OldestOverdue.Seconds(), InFlight: st.InFlight, Dead: st.Dead, Completed: st.Completed, Counters: st.StatsCounters,
 		Lateness: latenessJSON{st.Lateness.Count(), st.Lateness.Sum.Seconds(), buckets}}
 }
 
@@ -151,7 +152,7 @@ func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.
 	}
 	fmt.Fprint(w, wrap("  ", "  ", []string{
 		fmt.Sprintf("scheduled %s (due now %s, oldest overdue %v)", num(st.Scheduled), num(st.DueBacklog), roundDur(st.OldestOverdue)),
-		"in flight " + num(st.InFlight), "dead " + num(st.Dead)}, ","))
+		"in flight " + num(st.InFlight), "dead " + num(st.Dead), "completed " + num(st.Completed)}, ","))
 	c := st.StatsCounters
 	counters := []struct {
 		name string
