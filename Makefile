@@ -2,7 +2,7 @@
 # calls, is scripts/test.sh (go test -race in every module; it installs
 # redis-server when it can); `make test` runs it too.
 
-MODULES := . redisq dqprom dqweb dqweb/browser examples cmd bench
+MODULES := . redisq dqprom otelq dqweb dqweb/browser examples cmd bench
 
 .PHONY: test vet bench-smoke example
 test:

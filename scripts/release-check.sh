@@ -18,7 +18,10 @@
 #  4. a new module that imports only dqweb builds, and its go.sum, once
 #     tidied, names neither asynq nor chromedp or cdproto: mounting the
 #     dashboard needs only redisq, dqprom's dependencies and the standard
-#     library (issue 25).
+#     library (issue 25);
+#  5. a new module that imports only redisq builds, and its go.sum, once
+#     tidied, names no go.opentelemetry.io module: tracing is otelq's, a
+#     module of its own, so that redisq does not depend on OpenTelemetry.
 # It fails too when a go.mod has a replace or exclude directive, which
 # `go install PKG@VERSION` refuses (it says so on stderr first, then goes on
 # to show what a user would see).
@@ -35,7 +38,7 @@ cd "$(dirname "$0")/.."
 
 # The tag order: a module comes after every module of the repository it
 # requires. docs/release.md gives the same order.
-order=(. redisq dqprom dqweb examples cmd bench)
+order=(. redisq dqprom otelq dqweb examples cmd bench)
 # The modules of go.work that are never tagged: test modules no one
 # imports (dqweb/browser holds the dashboard's browser tests, so that dqweb
 # requires no chromedp). The copy keeps them; each released module's zip
@@ -172,6 +175,21 @@ quietly "go mod tidy in a module importing $dqweb" go mod tidy
 if unwanted=$(grep -E 'asynq|chromedp|cdproto' go.sum); then
   echo "$unwanted" >&2
   fail "a module importing only $dqweb has the lines above in its go.sum: dqweb's go.mod must not require asynq, chromedp or cdproto, even for tests (issue 25; the browser tests live in the module dqweb/browser)"
+fi
+
+# The same for redisq and OpenTelemetry: only otelq's users get it.
+redisq=$(go -C "$tmp/src/redisq" list -m)
+echo "--- release-check: a new module importing only $redisq: no go.opentelemetry.io in its tidy go.sum"
+mkdir "$tmp/redisquser"
+cd "$tmp/redisquser"
+go mod init example.com/redisqonly >/dev/null 2>&1
+printf 'package main\n\nimport _ "%s"\n\nfunc main() {}\n' "$redisq" >main.go
+quietly "go get $redisq@$version" go get "$redisq@$version"
+quietly "go build of a module importing $redisq" go build ./...
+quietly "go mod tidy in a module importing $redisq" go mod tidy
+if unwanted=$(grep -F go.opentelemetry.io go.sum); then
+  echo "$unwanted" >&2
+  fail "a module importing only $redisq has the lines above in its go.sum: redisq's go.mod must not require OpenTelemetry, even for tests (tracing is the module otelq's)"
 fi
 
 [ ${#replaced[@]} -eq 0 ] || fail "replace or exclude directives in ${replaced[*]}: remove them (docs/release.md)"
