@@ -106,6 +106,9 @@ func (h *handler) deadGrouping(ctx context.Context, t *target, d *queueData) err
 	if d.Reason != "" {
 		f := &reasonFilter{Shown: quotedReason(d.Reason), Complete: sum.Complete(), Examined: sum.Examined, Dead: sum.Dead,
 			AllURL: h.tabURL(d.Name, redisq.StateDead)}
+		if d.Kind != "" {
+			f.AllURL = h.kindURL(d.Name, redisq.StateDead, "", d.Kind) // every cause, of the kind
+		}
 		for _, g := range sum.Reasons {
 			if g.Reason == d.Reason {
 				f.Count = g.Count

@@ -14,9 +14,11 @@
 // overdue backlog, lateness) and a tab per state (scheduled in due order,
 // in flight with their lease deadlines and the worker that holds each,
 // dead with their reason and payload, grouped by cause: see
-// deadreasons.go), each with its count, paging and the actions that fit
-// it; when the queue has recurring registrations (redisq Queue.Register),
-// a tab of them: schedule, true next and last run (a next one in the past
+// deadreasons.go), each with its count, paging, each item's kind (a link
+// to the list of that kind: see kinds.go) and the actions that fit it;
+// an item's page shows its kind, headers and own options too; when the
+// queue has recurring registrations (redisq Queue.Register), a tab of
+// them: schedule, true next and last run (a next one in the past
 // is marked: no process keeps the registration), when live code last
 // registered it (marked orphaned when none has lately), catch-up, version
 // and payload size; and a tab of its live workers and the leases they
@@ -56,7 +58,7 @@
 // is one).
 //
 // Hostile data cannot spoof or break a page: names (of queues and
-// registrations), ids and reasons are shown with every control character,
+// registrations), ids, kinds, headers and reasons are shown with every control character,
 // bidi override or mark and invalid byte escaped, Go-quoted as dqctl
 // prints them ("rtl\u202egnp.exe"), and cut when long; links and forms
 // carry the exact value. A name or id longer than MaxName is listed but

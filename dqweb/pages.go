@@ -283,11 +283,14 @@ type pager struct {
 	Past            bool // the offset is past the end of the list
 	First, Prev     string
 	Next, Last      string // "" when there is no such page
-	// Filtered: a list filtered by a dead reason, whose pages examine a
-	// stretch of the dead set and show the Shown items of it that match
-	// (maybe none), with a Next while the set goes on.
-	Filtered bool
-	Shown    int64
+	// Filtered: a list filtered by a dead reason or a kind, whose pages
+	// examine a stretch of the state's set and show the Shown items of it
+	// that match (maybe none), with a Next while the set goes on. Of says
+	// what they match ("of this cause"), Among what was examined ("dead
+	// items").
+	Filtered  bool
+	Shown     int64
+	Of, Among string
 }
 
 // pageLink is the page's URL with the query parameter key set to off.
@@ -347,6 +350,9 @@ type itemRow struct {
 	Lease                 when
 	LeaseExpired, HasLoad bool
 	Payload               payloadView
+	// KindShown is the item's kind as shown ("" for none), KindURL its
+	// state's list filtered by it ("" when it cannot be).
+	KindShown, KindURL string
 	// Busy: the payload was not read, the handler's payload budget
 	// (Options.PayloadBytesPerSecond) being spent.
 	Busy bool
@@ -380,6 +386,9 @@ const previewBytes = 300
 func (h *handler) itemRow(queue string, it redisq.Item, now time.Time, limit int) itemRow {
 	row := itemRow{Item: it, IDShown: shown(it.ID), URL: h.itemURL(queue, it.ID), Due: at(it.Due, now), Enqueued: at(it.Enqueued, now)}
 	row.Long = len(row.IDShown) > longID
+	if it.Kind != "" {
+		row.KindShown, row.KindURL = shown(it.Kind), h.kindURL(queue, it.State, "", it.Kind)
+	}
 	if row.URL != "" && len(it.ID) <= maxSelectID {
 		row.IDX = hex.EncodeToString([]byte(it.ID))
 	}
@@ -422,6 +431,7 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	q := t.q
 	var row itemRow
+	var job jobView
 	err := h.readingPayloads(ctx, func() error {
 		// Its size first (no copy), then the payload if it is small enough
 		// and the budget has room: reading it costs Redis a copy.
@@ -450,6 +460,7 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		}
 		row = h.itemRow(name, it, now, itemBytes)
 		row.Busy = busy
+		job = jobOf(it, now)
 		return nil
 	})
 	switch {
@@ -466,9 +477,10 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		layout
 		Queue, QueueShown string
 		Item              itemRow
+		Job               jobView
 		ReadMax           int
 		Budget            int
-	}{l, name, shown(name), row, ItemPayloadBytes, h.budget.perSecond()})
+	}{l, name, shown(name), row, job, ItemPayloadBytes, h.budget.perSecond()})
 }
 
 // copied is how many bytes of a payload of size GetPrefix has Redis copy

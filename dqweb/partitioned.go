@@ -365,7 +365,7 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 	if err != nil {
 		return badRequest{err}
 	}
-	page, err := p.List(ctx, d.State, redisq.PartitionedListOptions{Cursor: cur, Limit: size, Reason: d.Reason})
+	page, err := p.List(ctx, d.State, redisq.PartitionedListOptions{Cursor: cur, Limit: size, Reason: d.Reason, Kind: d.Kind})
 	busy := make([]bool, len(page.Items))
 	if err == nil && d.State == redisq.StateDead {
 		err = h.readingPayloads(ctx, func() error {
@@ -387,6 +387,7 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 		row.Busy = busy[i]
 		row.HasPart, row.Part, row.PartName, row.PartShown, row.PartURL = true, it.Partition, pn, shown(pn), h.tabURL(pn, d.State)
 		row.Holder, row.HasHolder = d.holder(pn, it.Item)
+		row.KindURL = h.kindURL(d.Name, d.State, d.Reason, it.Kind) // the partitioned queue's list, not the partition's
 		if row.IDX != "" {
 			row.PIDX = strconv.Itoa(it.Partition) + "." + row.IDX
 		}
@@ -397,8 +398,11 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 	for _, v := range cur {
 		before += v
 	}
-	d.Pager = pager{From: before + 1, To: before + int64(len(d.Items)), Total: page.Total, Past: len(d.Items) == 0 && page.Total > 0,
-		Filtered: d.Reason != "", Shown: int64(len(d.Items))}
+	d.Pager = pager{From: before + 1, To: before + int64(len(d.Items)), Total: page.Total, Past: len(d.Items) == 0 && page.Total > 0}
+	if d.Reason != "" || d.Kind != "" {
+		fp := filteredPager(d)
+		d.Pager.Filtered, d.Pager.Shown, d.Pager.Of, d.Pager.Among = true, fp.Shown, fp.Of, fp.Among
+	}
 	link := func(next []int64) string {
 		v := r.URL.Query()
 		v.Del("find")

@@ -26,7 +26,8 @@ import (
 // Parameters: q, the queue (or qx, hex-encoded, as the page's own search
 // form sends it, so that any name survives); state, the tab (scheduled,
 // inflight, dead or recurring; none: the summary); offset, the list's;
-// find, an id.
+// find, an id; reason, the dead list's cause (see deadreasons.go); kind,
+// a list's kind (see kinds.go).
 
 // deadPageSize is smaller than PageSize: dead items show their payloads.
 const deadPageSize = 20
@@ -121,8 +122,13 @@ type queueData struct {
 	Reasons *reasonsView
 	Reason  string
 	Filter  *reasonFilter
-	// ReasonsURL is the first page, which has the grouping, on the others.
+	// ReasonsURL is the first page, which has the grouping, on the others
+	// (and on a list filtered by kind).
 	ReasonsURL string
+
+	// A state's tab filtered by kind (exact; KindFilter).
+	Kind       string
+	KindFilter *kindFilter
 }
 
 // queueName is the page's queue: qx (hex) when given, else q.
@@ -160,6 +166,11 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		h.fail(w, r, http.StatusBadRequest, "%v", err)
 		return
 	}
+	kind, err := kindParam(r, state)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, "%v", err)
+		return
+	}
 	find := r.URL.Query().Get("find")
 	if find != "" {
 		if err := checkName("item id", find); err != nil {
@@ -180,7 +191,7 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 	what := "reading queue " + quoted(name)
 	status := http.StatusOK
 	d := queueData{layout: h.layout(w, r, shown(name), true), QueueX: hex.EncodeToString([]byte(name)),
-		State: state, Find: fillable(find), Reason: reason}
+		State: state, Find: fillable(find), Reason: reason, Kind: kind}
 	if t.p != nil {
 		d.queueRow = h.prow(ctx, t.p, false)
 	} else {
@@ -295,11 +306,15 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		// it costs a script per 1000 dead items grouped.
 		v := r.URL.Query()
 		firstPage := (v.Get("offset") == "" || v.Get("offset") == "0") && v.Get("cursor") == ""
-		if firstPage || reason != "" {
+		// A list of one kind is not grouped: the grouping counts every kind.
+		if firstPage && kind == "" || reason != "" {
 			err = h.deadGrouping(ctx, t, &d)
 		} else {
 			d.ReasonsURL = h.tabURL(name, redisq.StateDead)
 		}
+	}
+	if err == nil && kind != "" {
+		h.filterByKind(&d)
 	}
 	var bad badRequest
 	if errors.As(err, &bad) {
@@ -396,7 +411,7 @@ func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d 
 	total := map[redisq.State]int64{redisq.StateScheduled: d.Stats.Scheduled, redisq.StateInFlight: d.Stats.InFlight, redisq.StateDead: d.Stats.Dead}[d.State]
 	off := offset(r, "offset")
 	// An offset past the end (up to math.MaxInt64) reads the end, empty.
-	page, err := q.List(ctx, d.State, redisq.ListOptions{Offset: min(off, total), Limit: size, Reason: d.Reason})
+	page, err := q.List(ctx, d.State, redisq.ListOptions{Offset: min(off, total), Limit: size, Reason: d.Reason, Kind: d.Kind})
 	var busy []bool
 	if err == nil && d.State == redisq.StateDead {
 		busy, err = h.withPayloads(ctx, q, &page)
@@ -411,12 +426,14 @@ func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d 
 		row := h.itemRow(d.Name, it, page.Now, previewBytes)
 		row.Busy = busy != nil && busy[i]
 		row.Holder, row.HasHolder = d.holder(d.Name, it)
+		row.KindURL = h.kindURL(d.Name, d.State, d.Reason, it.Kind)
 		d.Items = append(d.Items, row)
 		d.Selection = d.Selection || row.IDX != ""
 	}
-	if d.Reason != "" {
+	if d.Reason != "" || d.Kind != "" {
 		// A filtered page: its size says nothing of the rest (see pager).
-		d.Pager = pager{Filtered: true, Shown: int64(len(d.Items)), From: off + 1, Total: page.Total}
+		d.Pager = filteredPager(d)
+		d.Pager.From, d.Pager.Total = off+1, page.Total
 		if off > 0 {
 			d.Pager.First = h.pageLink(r, "offset", 0)
 		}
