@@ -38,7 +38,7 @@ func TestACLOperatorViews(t *testing.T) {
 	}
 
 	o := as("dqoperator")
-	dqctl(t, "", append(o, "run-now", "orders", "s1", "d1")...).want(t, exitOK, `made "s1" due now`, `requeued "d1" (was dead)`)
+	dqctl(t, "", append(o, "run-now", "orders", "s1", "d1")...).want(t, exitOK, `made "s1" due now`, `requeued "d1" (it was dead or completed)`)
 	if _, err := f.q.Register(ctx, "daily", redisq.Every(24*time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}

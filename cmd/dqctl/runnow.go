@@ -39,7 +39,7 @@ func runNowSays(res redisq.RunNowResult, id, in string, now time.Time) string {
 	case redisq.RunNowAlreadyDue:
 		return fmt.Sprintf("%s%s already due (%s, %s): left in its place, ahead of the items due after it", quote(id), in, rel(res.Due, now), absTime(res.Due, now))
 	case redisq.RunNowRequeued:
-		return fmt.Sprintf("requeued %s%s (was dead): due now, attempts reset", quote(id), in)
+		return fmt.Sprintf("requeued %s%s (it was dead or completed): due now, attempts reset", quote(id), in)
 	case redisq.RunNowExtra:
 		name, at, _ := redisq.Occurrence(id)
 		return fmt.Sprintf("%s%s is the next occurrence of recurring %s: extra run %s enqueued, due now; the scheduled run at %s (%s) stays",

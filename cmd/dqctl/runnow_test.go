@@ -29,7 +29,7 @@ func TestRunNow(t *testing.T) {
 	a := []string{"-redis", f.addr}
 	r := dqctl(t, "", append(a, "run-now", "orders", "s1", "late", "d1", "--", evil)...)
 	r.want(t, exitOK, `made "s1" due now: it runs once the items already due have been taken`+"\n",
-		`requeued "d1" (was dead): due now, attempts reset`+"\n", `made "id\x1b[2J\u202e" due now`)
+		`requeued "d1" (it was dead or completed): due now, attempts reset`+"\n", `made "id\x1b[2J\u202e" due now`)
 	if !regexp.MustCompile(`"late" already due \(5m\ds ago, (\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\dZ\): left in its place, ahead of the items due after it\n`).MatchString(r.stdout) {
 		t.Errorf("run-now of an overdue item:\n%s", r.stdout)
 	}
