@@ -30,7 +30,7 @@ func (q *Queue) newEnqueues() *groupCommit[*enqueueReq] {
 	return &groupCommit[*enqueueReq]{
 		send: q.runEnqueues,
 		limit: func(rs []*enqueueReq) int {
-			return rdb.ChunkEnds(len(rs), func(k int) int { return len(rs[k].id) + len(rs[k].payload) + rdb.JobArgLen(&rs[k].job) })[0]
+			return rdb.ChunkEnds(len(rs), func(k int) int { return len(rs[k].id) + len(rs[k].payload) + rs[k].job.ArgLen() })[0]
 		},
 	}
 }

@@ -65,7 +65,7 @@ func (r *Runner) EnqueueBatch(ctx context.Context, items []NewItem) []Enqueued {
 // EnqueueMany stores items in order, one enqueue-many script per chunk
 // (ChunkEnds), pipelined (see runChunks).
 func (r *Runner) EnqueueMany(ctx context.Context, items []NewItem) []Enqueued {
-	ends := ChunkEnds(len(items), func(i int) int { return len(items[i].ID) + len(items[i].Payload) + items[i].Job.argLen() })
+	ends := ChunkEnds(len(items), func(i int) int { return len(items[i].ID) + len(items[i].Payload) + items[i].Job.ArgLen() })
 	chunks := make([]chunk, len(ends))
 	for c, hi := range ends {
 		chunks[c] = enqueueChunk(r, items[ChunkStart(ends, c):hi])

@@ -63,8 +63,8 @@ func (j *Job) args(a []interface{}) []interface{} {
 	return a
 }
 
-// argLen is the size of j in ARGV, for ChunkEnds.
-func (j *Job) argLen() int {
+// ArgLen is the size of j in ARGV, for ChunkEnds.
+func (j *Job) ArgLen() int {
 	n := len(j.Kind) + 40
 	for k, v := range j.Headers {
 		n += len(k) + len(v) + 4
@@ -150,6 +150,3 @@ func jobOf(r []interface{}) Job {
 	j.parseBlob(str(1))
 	return j
 }
-
-// JobArgLen is the size of j in ARGV, for ChunkEnds.
-func JobArgLen(j *Job) int { return j.argLen() }
