@@ -153,7 +153,8 @@ func (a action) IDFields() []hidden {
 	return out
 }
 
-// stateNoun is "dead item", "scheduled item", "in-flight item" or "item".
+// stateNoun is "dead item", "scheduled item", "in-flight item",
+// "completed item" or "item".
 func stateNoun(s redisq.State) string {
 	switch s {
 	case redisq.StateScheduled:
@@ -162,6 +163,8 @@ func stateNoun(s redisq.State) string {
 		return "in-flight item"
 	case redisq.StateDead:
 		return "dead item"
+	case redisq.StateCompleted:
+		return "completed item"
 	}
 	return "item"
 }
@@ -195,7 +198,7 @@ func (a action) question() string {
 			return fmt.Sprintf("Delete dead item %s %s? This cannot be undone.", id, at)
 		case "delete":
 			switch a.State {
-			case redisq.StateScheduled, redisq.StateDead:
+			case redisq.StateScheduled, redisq.StateDead, redisq.StateCompleted:
 				return fmt.Sprintf("Delete %s %s %s? This cannot be undone.", stateNoun(a.State), id, at)
 			case redisq.StateInFlight:
 				return fmt.Sprintf("Delete in-flight item %s %s? It is marked: deleted when its consumer settles it, never retried.", id, at)
@@ -205,6 +208,9 @@ func (a action) question() string {
 			if name, t, ok := redisq.Occurrence(a.IDs[0]); ok {
 				return fmt.Sprintf("Run %s %s now? It is an occurrence of recurring %s: while it waits for its time (%s), an extra run is enqueued, due now, "+
 					"and it stays, so the schedule's run still happens; if it is already due, it keeps its place.", id, at, quoted(name), t.UTC().Format(absFormat))
+			}
+			if a.State == redisq.StateCompleted {
+				return fmt.Sprintf("Run completed item %s %s again? It is requeued, due now, attempts reset, and runs again.", id, at)
 			}
 			return fmt.Sprintf("Run item %s %s now? If it is not yet due, it becomes due now, behind the items already due; if it is already due, it keeps its place; a dead item is requeued.", id, at)
 		}
@@ -235,11 +241,14 @@ func (a action) questionWith(items func(noun string) string) string {
 		switch a.State {
 		case redisq.StateInFlight:
 			return fmt.Sprintf("Delete %s of queue %s? They are marked: deleted when their consumers settle them, never retried.", items("in-flight item"), q)
-		case redisq.StateScheduled, redisq.StateDead:
+		case redisq.StateScheduled, redisq.StateDead, redisq.StateCompleted:
 			return fmt.Sprintf("Delete %s of queue %s? This cannot be undone.", items(stateNoun(a.State)), q)
 		}
 		return fmt.Sprintf("Delete %s of queue %s? In-flight ones are marked instead: deleted when their consumers settle them, never retried.", items("item"), q)
 	case "run-now":
+		if a.State == redisq.StateCompleted {
+			return fmt.Sprintf("Run %s of queue %s again? They are requeued, due now, attempts reset, and run again.", items("completed item"), q)
+		}
 		return fmt.Sprintf("Run %s of queue %s now? Those not yet due become due now, behind the items already due; those already due keep their place; "+
 			"a recurring occurrence waiting for its time stays, and an extra run of it is enqueued, due now.", items("scheduled item"), q)
 	case "requeue-reason", "delete-reason":
@@ -608,6 +617,8 @@ func (h *handler) countFor(ctx context.Context, t *target, a *action) error {
 		a.Count = st.Dead
 	case a.State == redisq.StateScheduled:
 		a.Count = st.Scheduled
+	case a.State == redisq.StateCompleted:
+		a.Count = st.Completed
 	default:
 		a.Count = st.InFlight
 	}
@@ -825,6 +836,8 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 			return http.StatusOK, fmt.Sprintf("Marked in-flight item %s: it is deleted when its consumer settles it, and never retried.", id)
 		case len(o.due) == 1:
 			return http.StatusOK, fmt.Sprintf("Item %s %s was already due: left in its place, ahead of the items due after it (nothing changed); it runs as soon as a consumer takes it.", id, a.place("of"))
+		case len(o.requeued) == 1 && a.State == redisq.StateCompleted:
+			return http.StatusOK, fmt.Sprintf("Item %s %s was completed: requeued, due now, attempts reset; it runs again.", id, a.place("of"))
 		case len(o.requeued) == 1:
 			return http.StatusOK, fmt.Sprintf("Item %s %s was dead: requeued, due now, attempts reset (counted as a requeue).", id, a.place("of"))
 		case len(o.extra) == 1:
@@ -856,7 +869,7 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 			msg += fmt.Sprintf(" Marked %s: deleted when their consumers settle them, never retried.", count(int64(len(o.marked)), "in-flight item"))
 		}
 	default:
-		msg = runNowMessage(o, qn)
+		msg = runNowMessage(o, qn, a.State)
 	}
 	if len(o.wrong) > 0 {
 		state := "not dead (any more)"
@@ -887,9 +900,9 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 	return http.StatusOK, msg
 }
 
-// runNowMessage reports a run-now on several items of queue qn (quoted)
-// by what RunNow did to each.
-func runNowMessage(o outcome, qn string) string {
+// runNowMessage reports a run-now on several items of queue qn (quoted),
+// selected in a list of state, by what RunNow did to each.
+func runNowMessage(o outcome, qn string, state redisq.State) string {
 	var parts []string
 	if n := int64(len(o.done)); n > 0 || len(o.due)+len(o.requeued)+len(o.extra) == 0 {
 		parts = append(parts, fmt.Sprintf("Made %s of queue %s due now.", count(n, "item"), qn))
@@ -898,7 +911,11 @@ func runNowMessage(o outcome, qn string) string {
 		parts = append(parts, fmt.Sprintf("Left %s of queue %s in place, already due (ahead of the items due after them): %s.", count(int64(len(o.due)), "item"), qn, names(o.due)))
 	}
 	if len(o.requeued) > 0 {
-		parts = append(parts, fmt.Sprintf("Requeued %s of queue %s that had died, due now (counted as requeues): %s.", count(int64(len(o.requeued)), "item"), qn, names(o.requeued)))
+		had := "died"
+		if state == redisq.StateCompleted {
+			had = "completed"
+		}
+		parts = append(parts, fmt.Sprintf("Requeued %s of queue %s that had %s, due now (counted as requeues): %s.", count(int64(len(o.requeued)), "item"), qn, had, names(o.requeued)))
 	}
 	if len(o.extra) > 0 {
 		ids := make([]string, len(o.extra))

@@ -44,7 +44,7 @@ func kindParam(r *http.Request, state redisq.State) (string, error) {
 	switch {
 	case kind == "":
 	case state == 0:
-		return "", fmt.Errorf("a kind filters the lists of items (the tabs scheduled, inflight and dead), not %s", tabNoun(r.URL.Query().Get("state")))
+		return "", fmt.Errorf("a kind filters the lists of items (the tabs scheduled, inflight, dead and completed), not %s", tabNoun(r.URL.Query().Get("state")))
 	case len(kind) > redisq.MaxKindLen:
 		return "", fmt.Errorf("kind of %d bytes is longer than any (at most %d bytes)", len(kind), redisq.MaxKindLen)
 	case !utf8.ValidString(kind):

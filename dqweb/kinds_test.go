@@ -278,7 +278,7 @@ func TestKindBadRequests(t *testing.T) {
 	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
 	for _, b := range []struct{ u, says string }{
-		{f.QueueURL("orders") + "&kind=refund", "a kind filters the lists of items (the tabs scheduled, inflight and dead), not the summary"},
+		{f.QueueURL("orders") + "&kind=refund", "a kind filters the lists of items (the tabs scheduled, inflight, dead and completed), not the summary"},
 		{f.TabURL("orders", "recurring") + "&kind=refund", "not the &#34;recurring&#34; tab"},
 		{f.TabURL("orders", "workers") + "&kind=refund", "not the &#34;workers&#34; tab"},
 		{f.TabURL("orders", "dead") + "&kind=" + strings.Repeat("k", redisq.MaxKindLen+1), "kind of 257 bytes is longer than any (at most 256 bytes)"},

@@ -348,6 +348,12 @@ type itemRow struct {
 	Long                  bool   // the id is long enough to wrap
 	Due, Enqueued, DiedAt when
 	Lease                 when
+	// Of a completed item: when it was acked and when it goes, and its
+	// result formatted as the payload is (HasResult: it was read, or it
+	// is empty; ResultBusy: the budget left it unread).
+	CompletedAt, Expires  when
+	HasResult, ResultBusy bool
+	Result                payloadView
 	LeaseExpired, HasLoad bool
 	Payload               payloadView
 	// KindShown is the item's kind as shown ("" for none), KindURL its
@@ -407,7 +413,14 @@ func (h *handler) itemRow(queue string, it redisq.Item, now time.Time, limit int
 		row.HasLoad = true
 		row.Payload = formatPayload(it.Payload, it.PayloadSize, limit)
 	}
-	row.Item.Payload = nil // shown through row.Payload only
+	if it.State == redisq.StateCompleted {
+		row.CompletedAt, row.Expires = at(it.CompletedAt, now), at(it.Expires, now)
+		if it.Result != nil || it.ResultSize == 0 {
+			row.HasResult = true
+			row.Result = formatPayload(it.Result, it.ResultSize, limit)
+		}
+	}
+	row.Item.Payload, row.Item.Result = nil, nil // shown through row.Payload and row.Result only
 	return row
 }
 
@@ -439,8 +452,14 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 		if err != nil {
 			return err
 		}
-		busy := false
-		if it.PayloadSize > 0 && it.PayloadSize <= ItemPayloadBytes {
+		busy, resultBusy := false, false
+		if it.State == redisq.StateCompleted && it.ResultSize > 0 && it.ResultSize <= ItemPayloadBytes && it.PayloadSize <= ItemPayloadBytes {
+			// Its result, which only Get reads (with the whole payload).
+			if resultBusy, err = h.readResult(ctx, q, &it, ItemPayloadBytes); err != nil {
+				return err
+			}
+			busy = resultBusy && it.PayloadSize > 0
+		} else if it.PayloadSize > 0 && it.PayloadSize <= ItemPayloadBytes {
 			if busy = !h.budget.take(it.PayloadSize); !busy {
 				size := it.PayloadSize
 				if it, err = q.GetPrefix(ctx, id, ItemPayloadBytes); err != nil {
@@ -459,7 +478,7 @@ func (h *handler) itemPage(ctx context.Context, w http.ResponseWriter, r *http.R
 			now = time.Now()
 		}
 		row = h.itemRow(name, it, now, itemBytes)
-		row.Busy = busy
+		row.Busy, row.ResultBusy = busy, resultBusy
 		job = jobOf(it, now)
 		return nil
 	})

@@ -357,16 +357,23 @@ func formatCursor(cur []int64) string {
 // state. The pager goes to the first and the next page only: a cursor
 // does not go back.
 func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitioned, d *queueData) error {
-	size := PageSize
-	if d.State == redisq.StateDead {
-		size = deadPageSize
-	}
+	size := pageSize(d.State)
 	cur, err := parseCursor(r.URL.Query().Get("cursor"), p.NumPartitions())
 	if err != nil {
 		return badRequest{err}
 	}
 	page, err := p.List(ctx, d.State, redisq.PartitionedListOptions{Cursor: cur, Limit: size, Reason: d.Reason, Kind: d.Kind})
 	busy := make([]bool, len(page.Items))
+	if err == nil && d.State == redisq.StateCompleted {
+		items := make([]redisq.Item, len(page.Items))
+		for i := range page.Items {
+			items[i] = page.Items[i].Item
+		}
+		busy, err = h.withResults(ctx, func(i int) *redisq.Queue { return p.Partition(page.Items[i].Partition) }, items)
+		for i := range items {
+			page.Items[i].Item = items[i]
+		}
+	}
 	if err == nil && d.State == redisq.StateDead {
 		err = h.readingPayloads(ctx, func() error {
 			for i := range page.Items {
@@ -385,6 +392,9 @@ func (h *handler) plist(ctx context.Context, r *http.Request, p *redisq.Partitio
 		pn := p.Partition(it.Partition).Name()
 		row := h.itemRow(pn, it.Item, page.Now, previewBytes)
 		row.Busy = busy[i]
+		if d.State == redisq.StateCompleted {
+			row.Busy, row.ResultBusy = false, row.Busy
+		}
 		row.HasPart, row.Part, row.PartName, row.PartShown, row.PartURL = true, it.Partition, pn, shown(pn), h.tabURL(pn, d.State)
 		row.Holder, row.HasHolder = d.holder(pn, it.Item)
 		row.KindURL = h.kindURL(d.Name, d.State, d.Reason, it.Kind) // the partitioned queue's list, not the partition's

@@ -25,12 +25,16 @@ import (
 //
 // Parameters: q, the queue (or qx, hex-encoded, as the page's own search
 // form sends it, so that any name survives); state, the tab (scheduled,
-// inflight, dead or recurring; none: the summary); offset, the list's;
+// inflight, dead, completed or recurring; none: the summary); offset, the list's;
 // find, an id; reason, the dead list's cause (see deadreasons.go); kind,
 // a list's kind (see kinds.go).
 
 // deadPageSize is smaller than PageSize: dead items show their payloads.
 const deadPageSize = 20
+
+// completedPageSize is smaller than PageSize too: completed items show
+// the start of their results.
+const completedPageSize = deadPageSize
 
 // tabLink is one tab of the queue page.
 type tabLink struct {
@@ -156,7 +160,7 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		tab = s
 	case s != "":
 		if state, err = redisq.ParseState(s); err != nil {
-			h.fail(w, r, http.StatusBadRequest, "unknown state %s: the tabs are scheduled, inflight, dead, recurring and workers", quoted(s))
+			h.fail(w, r, http.StatusBadRequest, "unknown state %s: the tabs are scheduled, inflight, dead, completed, recurring and workers", quoted(s))
 			return
 		}
 	}
@@ -252,6 +256,8 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		{Label: "Scheduled", State: "scheduled", URL: h.tabURL(name, redisq.StateScheduled), Count: st.Scheduled, Current: state == redisq.StateScheduled},
 		{Label: "In flight", State: "inflight", URL: h.tabURL(name, redisq.StateInFlight), Count: st.InFlight, Current: state == redisq.StateInFlight},
 		{Label: "Dead", State: "dead", URL: h.tabURL(name, redisq.StateDead), Count: st.Dead, Current: state == redisq.StateDead, Alert: st.Dead > 0},
+		{Label: "Completed", State: "completed", URL: h.tabURL(name, redisq.StateCompleted), Count: st.Completed, Current: state == redisq.StateCompleted,
+			Title: "acked items kept for their job's retention, with their results"},
 	}
 	var regs []redisq.Registration
 	if q != nil {
@@ -404,17 +410,19 @@ func (h *handler) summary(ctx context.Context, q redisq.Admin, d *queueData) err
 // list fills in a state's tab: one page of its items, the selection's
 // form and the actions on the whole state.
 func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d *queueData) error {
-	size := PageSize
-	if d.State == redisq.StateDead {
-		size = deadPageSize
-	}
-	total := map[redisq.State]int64{redisq.StateScheduled: d.Stats.Scheduled, redisq.StateInFlight: d.Stats.InFlight, redisq.StateDead: d.Stats.Dead}[d.State]
+	size := pageSize(d.State)
+	total := map[redisq.State]int64{redisq.StateScheduled: d.Stats.Scheduled, redisq.StateInFlight: d.Stats.InFlight, redisq.StateDead: d.Stats.Dead,
+		redisq.StateCompleted: d.Stats.Completed}[d.State]
 	off := offset(r, "offset")
 	// An offset past the end (up to math.MaxInt64) reads the end, empty.
 	page, err := q.List(ctx, d.State, redisq.ListOptions{Offset: min(off, total), Limit: size, Reason: d.Reason, Kind: d.Kind})
 	var busy []bool
-	if err == nil && d.State == redisq.StateDead {
+	switch {
+	case err != nil:
+	case d.State == redisq.StateDead:
 		busy, err = h.withPayloads(ctx, q, &page)
+	case d.State == redisq.StateCompleted:
+		busy, err = h.withResults(ctx, func(int) *redisq.Queue { return q }, page.Items)
 	}
 	if err != nil {
 		return err
@@ -425,6 +433,9 @@ func (h *handler) list(ctx context.Context, r *http.Request, q *redisq.Queue, d 
 	for i, it := range page.Items {
 		row := h.itemRow(d.Name, it, page.Now, previewBytes)
 		row.Busy = busy != nil && busy[i]
+		if d.State == redisq.StateCompleted {
+			row.Busy, row.ResultBusy = false, row.Busy
+		}
 		row.Holder, row.HasHolder = d.holder(d.Name, it)
 		row.KindURL = h.kindURL(d.Name, d.State, d.Reason, it.Kind)
 		d.Items = append(d.Items, row)
@@ -460,6 +471,8 @@ func (h *handler) actionsOfList(d *queueData, total int64) {
 		selOps, wholeOps = []string{"run-now", "delete"}, []string{"purge"}
 	case redisq.StateInFlight:
 		selOps, wholeOps = []string{"delete"}, []string{"purge"}
+	case redisq.StateCompleted:
+		selOps, wholeOps = []string{"run-now", "delete"}, []string{"purge"}
 	default:
 		selOps, wholeOps = []string{"requeue", "delete-dead"}, []string{"requeue-all", "delete-all-dead"}
 	}
@@ -488,6 +501,73 @@ func (h *handler) wholeForm(l layout, op, queue string, state redisq.State, n in
 		f.Label += " " + strings.ReplaceAll(stateNoun(state), " item", "")
 	}
 	return f
+}
+
+// pageSize is the size of a page of the list of state.
+func pageSize(state redisq.State) int {
+	switch state {
+	case redisq.StateDead:
+		return deadPageSize
+	case redisq.StateCompleted:
+		return completedPageSize
+	}
+	return PageSize
+}
+
+// A page of completed items shows the start of each result (previewRead
+// bytes of it, formatted as a payload's preview). Redis has no ranged
+// read of a hash field, and redisq reads a result only with Get, which
+// copies the payload too, whole: so a result is read only when it and the
+// payload are each at most previewScan bytes, within the handler's budget
+// of payload bytes, holding one payload token for the page; a larger one
+// is shown by its size (its item page reads up to ItemPayloadBytes of
+// each). The sizes are those List read just before: an item replaced
+// between the two reads is charged to the budget after, and shown
+// without its result.
+func (h *handler) withResults(ctx context.Context, queueOf func(i int) *redisq.Queue, items []redisq.Item) (busy []bool, err error) {
+	busy = make([]bool, len(items))
+	err = h.readingPayloads(ctx, func() error {
+		for i := range items {
+			it := &items[i]
+			var err error
+			if busy[i], err = h.readResult(ctx, queueOf(i), it, previewScan); err != nil {
+				return err
+			}
+			it.Payload = nil // the list does not show it
+			if len(it.Result) > previewRead {
+				it.Result = append([]byte(nil), it.Result[:previewRead]...)
+			}
+		}
+		return nil
+	})
+	return busy, err
+}
+
+// readResult reads the result of completed item it (and its payload,
+// which Get copies with it) when each is at most limit bytes and the
+// budget has room for both: busy when the budget left it unread. An item
+// gone, replaced or no longer completed meanwhile is left unread.
+func (h *handler) readResult(ctx context.Context, q *redisq.Queue, it *redisq.Item, limit int) (busy bool, err error) {
+	if it.State != redisq.StateCompleted || it.ResultSize == 0 || it.ResultSize > limit || it.PayloadSize > limit || len(it.ID) > MaxName {
+		return false, nil
+	}
+	cost := it.ResultSize + it.PayloadSize
+	if !h.budget.take(cost) {
+		return true, nil
+	}
+	full, err := q.Get(ctx, it.ID)
+	if errors.Is(err, redisq.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	h.budget.charge(full.ResultSize + full.PayloadSize - cost) // replaced meanwhile
+	if full.State != redisq.StateCompleted || full.ResultSize != it.ResultSize || full.PayloadSize != it.PayloadSize {
+		return false, nil
+	}
+	it.Result, it.Payload = full.Result, full.Payload
+	return false, nil
 }
 
 // A page of dead items shows the start of each payload up to previewScan

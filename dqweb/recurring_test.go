@@ -108,7 +108,7 @@ func TestRecurringTab(t *testing.T) {
 		t.Errorf("the occurrence's page: %d", it.status)
 	}
 
-	if r := get(t, c, f.TabURL("orders", "bogus")); r.status != http.StatusBadRequest || !strings.Contains(r.body, "the tabs are scheduled, inflight, dead, recurring and workers") {
+	if r := get(t, c, f.TabURL("orders", "bogus")); r.status != http.StatusBadRequest || !strings.Contains(r.body, "the tabs are scheduled, inflight, dead, completed, recurring and workers") {
 		t.Errorf("unknown tab: %d", r.status)
 	}
 	// Asked for, a queue without registrations shows an empty tab.
