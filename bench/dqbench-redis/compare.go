@@ -22,7 +22,83 @@ func writeRedisSections(w io.Writer, o *options, rs []report.Result) {
 			fmt.Fprintf(w, "%s: redis-server commands per 10 s idle: %.1f\n", r.Name, r.IdleCmdsPer10s)
 		}
 	}
+	writeJobs(w, o, rs)
 	writeVersus(w, o, rs)
+}
+
+// writeJobs prints -impl worker-mux and worker-retain against -impl
+// worker, metric by metric, from one run's steady phases: the cost of
+// kinds (target: within 5% of the plain Worker in server commands and CPU
+// per item) and, retain - mux, that of a kept item.
+func writeJobs(w io.Writer, o *options, rs []report.Result) {
+	by := map[string]*report.Result{}
+	for i := range rs {
+		by[rs[i].Name] = &rs[i]
+	}
+	wq, mq, kq := by["worker"], by["worker-mux"], by["worker-retain"]
+	if wq == nil || (mq == nil && kq == nil) {
+		return
+	}
+	head := []string{"kinds vs plain Worker (steady)", "worker"}
+	if mq != nil {
+		head = append(head, "worker-mux", "mux/worker", "target", "met")
+	}
+	if kq != nil {
+		head = append(head, "worker-retain")
+		if mq != nil {
+			head = append(head, "retain - mux")
+		}
+	}
+	t := report.Table{MD: o.MD, Head: head}
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
+	ns := func(f float64) string { return report.Dur(int64(f)) }
+	bytes := func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) + " B" }
+	// row adds a metric; goal > 0 is the target mux/worker <= goal.
+	row := func(name string, get func(*report.Result) float64, format func(float64) string, goal float64) {
+		cells := []string{name, format(get(wq))}
+		if mq != nil {
+			ratio, target, met := "-", "", ""
+			if g := get(wq); g > 0 {
+				ratio = strconv.FormatFloat(get(mq)/g, 'f', 3, 64) + "x"
+				if goal > 0 {
+					target = "<= " + strconv.FormatFloat(goal, 'f', 2, 64) + "x"
+					met = yesNoMet(get(mq)/g <= goal)
+				}
+			}
+			cells = append(cells, format(get(mq)), ratio, target, met)
+		}
+		if kq != nil {
+			cells = append(cells, format(get(kq)))
+			if mq != nil {
+				cells = append(cells, format(get(kq)-get(mq)))
+			}
+		}
+		t.Add(cells)
+	}
+	row("server commands per item", func(r *report.Result) float64 { return r.ServerCmdsPerItem }, num, 1.05)
+	row("server CPU per item", func(r *report.Result) float64 { return r.ServerCPUPerItemNs }, ns, 1.05)
+	row("process CPU per item (producer + Worker)", func(r *report.Result) float64 { return r.CPUPerItemNs }, ns, 0)
+	row("server used_memory growth per item", func(r *report.Result) float64 { return r.ServerMemPerItem }, bytes, 0)
+	if kq != nil && kq.KeptBytesPerItem > 0 {
+		row("used_memory freed by purging, per kept item", func(r *report.Result) float64 { return r.KeptBytesPerItem }, func(f float64) string {
+			if f == 0 {
+				return "-"
+			}
+			return bytes(f)
+		}, 0)
+	}
+	row("lateness p99", func(r *report.Result) float64 {
+		if r.Lateness == nil {
+			return 0
+		}
+		return float64(r.Lateness.P99)
+	}, ns, 0)
+	t.Write(w)
+	fmt.Fprintln(w)
+	if kq != nil {
+		fmt.Fprintf(w, "worker-retain: %s items kept completed (Retention %v, a %d-byte result each)\n", report.Group(int64(kq.Kept)), retainFor, len(retainResult))
+		fmt.Fprintln(w)
+	}
 }
 
 // writeVersus prints redisq against asynq, metric by metric, from one run of

@@ -34,6 +34,18 @@
 //
 //	go run ./bench/dqbench-redis -impl redis,worker,asynq -redis 127.0.0.1:6379 -rate 1000 -duration 10s -delay 0 -delay-max 1s -idle 10s -wake-cap 5s
 //
+// -impl worker-mux runs the steady phase of -impl worker with items of 3
+// kinds, round-robin, each a small JSON payload enqueued through its
+// redisq.JobKind[T], and a Worker over a redisq.Mux of the 3 typed
+// handlers; -impl worker-retain the same with each item's Job.Retention an
+// hour and a small result (Message.SetResult), so every ack keeps the item
+// completed. Beside -impl worker they end with a table of the cost of
+// kinds (target: server commands and CPU per item within 5% of the plain
+// Worker's) and of a kept item (retain - mux: CPU, and the growth of the
+// server's used_memory, per item):
+//
+//	go run ./bench/dqbench-redis -impl worker,worker-mux,worker-retain,asynq -redis 127.0.0.1:6379 -rate 1000 -duration 10s -delay 0 -delay-max 1s
+//
 // Before each phase, with appendonly on, dqbench-redis rewrites the AOF and
 // waits for the rewrite, so that a rewrite the phases before triggered
 // (a fork) does not land on this one; a phase during which one ran anyway
@@ -100,7 +112,7 @@ type options struct {
 
 func main() {
 	o := options{Output: report.Output{Command: "dqbench-redis"}}
-	flag.StringVar(&o.impl, "impl", "redis", "implementation: any of redis (redisq's Take loops), worker (redisq.Worker) and asynq at -redis (comma-separated: phase by phase, then compared); or partitioned (redisq.Partitioned's capacity on a Redis Cluster: -local-cluster or -cluster)")
+	flag.StringVar(&o.impl, "impl", "redis", "implementation: any of redis (redisq's Take loops), worker (redisq.Worker), worker-mux and worker-retain (a Worker over a Mux of 3 typed kinds, without and with Retention: steady phase only) and asynq at -redis (comma-separated: phase by phase, then compared); or partitioned (redisq.Partitioned's capacity on a Redis Cluster: -local-cluster or -cluster)")
 	flag.StringVar(&o.mode, "mode", "steady", "steady: the backlog, idle and steady phases; idle: the idle phase alone")
 	flag.IntVar(&o.producers, "producers", 1, "steady: enqueueing goroutines (backlog: 8 unless given)")
 	flag.IntVar(&o.consumers, "consumers", 4, "consuming goroutines; the Worker's and asynq's Concurrency")

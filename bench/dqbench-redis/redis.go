@@ -33,23 +33,34 @@ type redisRun struct {
 
 // redisImpls lists the Redis-backed implementations in -impl, in order:
 // "redis" (redisq's Take/AckTake/TakeBatch loops), "worker" (a
-// redisq.Worker) and "asynq" (hibiken/asynq), alone or together.
+// redisq.Worker), "worker-mux" and "worker-retain" (a Worker over a Mux of
+// 3 typed kinds, without and with Retention; see jobs.go) and "asynq"
+// (hibiken/asynq), alone or together.
 func (o *options) redisImpls() []string {
 	var r []string
 	for _, s := range strings.Split(o.impl, ",") {
-		if s == "redis" || s == "worker" || s == "asynq" {
+		if isRedisImpl(s) {
 			r = append(r, s)
 		}
 	}
 	return r
 }
 
-// checkRedis checks the flags of -impl redis, worker and asynq.
+func isRedisImpl(s string) bool {
+	switch s {
+	case "redis", "worker", "worker-mux", "worker-retain", "asynq":
+		return true
+	}
+	return false
+}
+
+// checkRedis checks the flags of -impl redis, worker, worker-mux,
+// worker-retain and asynq.
 func (o *options) checkRedis() error {
 	for _, s := range strings.Split(o.impl, ",") {
-		switch s {
-		case "redis", "worker", "asynq":
-		case "delayqueue", "afterfunc", "heapcond", "floor", "all":
+		switch {
+		case isRedisImpl(s):
+		case s == "delayqueue", s == "afterfunc", s == "heapcond", s == "floor", s == "all":
 			return report.WrongCommand{Impl: s, Where: "in process", Command: "dqbench"}
 		default:
 			return fmt.Errorf("unknown -impl %q", s)
@@ -153,26 +164,24 @@ func runRedis(o *options, meta *report.Meta) ([]report.Result, error) {
 		run  func() ([]report.Result, error)
 	}
 	var phases []phase
-	add := func(redis, worker, asynq func() ([]report.Result, error)) {
+	// add adds a phase of each implementation in byImpl (one it lacks
+	// has none: worker-mux and worker-retain run the steady phase alone).
+	add := func(byImpl map[string]func() ([]report.Result, error)) {
 		for _, impl := range o.redisImpls() {
-			switch impl {
-			case "redis":
-				phases = append(phases, phase{impl, redis})
-			case "worker":
-				phases = append(phases, phase{impl, worker})
-			default:
-				phases = append(phases, phase{impl, asynq})
+			if f := byImpl[impl]; f != nil {
+				phases = append(phases, phase{impl, f})
 			}
 		}
 	}
 	if o.mode == "steady" && o.redisItems > 0 {
-		add(run.backlog, one(run.workerBacklog), run.asynqBacklog)
+		add(map[string]func() ([]report.Result, error){"redis": run.backlog, "worker": one(run.workerBacklog), "asynq": run.asynqBacklog})
 	}
 	if o.idleFor > 0 || o.mode == "idle" {
-		add(one(run.idle), one(run.workerIdle), run.asynqIdle)
+		add(map[string]func() ([]report.Result, error){"redis": one(run.idle), "worker": one(run.workerIdle), "asynq": run.asynqIdle})
 	}
 	if o.mode == "steady" {
-		add(one(run.steady), one(run.workerSteady), run.asynqSteady)
+		add(map[string]func() ([]report.Result, error){"redis": one(run.steady), "worker": one(run.workerSteady), "asynq": run.asynqSteady,
+			"worker-mux": one(run.workerMuxSteady), "worker-retain": one(run.workerRetainSteady)})
 	}
 	var rs []report.Result
 	for _, ph := range phases {
@@ -683,7 +692,7 @@ func (o *options) waitTail(ctx context.Context, done <-chan struct{}, start time
 // steady: lateness at o.rate items/s, with Take+Ack (or TakeBatch+AckMany)
 // consumers.
 func (r *redisRun) steady() (report.Result, error) {
-	return r.steadyWith("redis", func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func() {
+	return r.steadyWith("redis", nil, func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func() {
 		var cwg sync.WaitGroup
 		for c := range r.o.consumers {
 			cwg.Add(1)
@@ -699,7 +708,9 @@ func (r *redisRun) steady() (report.Result, error) {
 // steadyWith runs the steady phase as name, with the consumers that
 // consume starts: they hand each delivery to got with its receive instant,
 // until ctx is done, and the function consume returns waits for them.
-func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func()) (report.Result, error) {
+// enqueue sends item i due delay after Redis TIME (nil: q.EnqueueAfter of
+// payload(i), the item's index in 8 bytes, and no Job).
+func (r *redisRun) steadyWith(name string, enqueue func(ctx context.Context, q *redisq.Queue, i int, delay time.Duration) error, consume func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func()) (report.Result, error) {
 	o := r.o
 	n := int(o.rate * o.duration.Seconds())
 	res := report.Result{Name: name, Kind: "queue", Mode: "steady", Items: n, HeapPerItem: -1}
@@ -727,6 +738,12 @@ func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *
 	allDone := make(chan struct{})
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
+	if enqueue == nil {
+		enqueue = func(ctx context.Context, q *redisq.Queue, i int, delay time.Duration) error {
+			_, err := q.EnqueueAfter(ctx, strconv.Itoa(i), payload(o, i), delay)
+			return err
+		}
+	}
 	h := r.hook
 	h.Reset(o.consumers + o.producers) // consumers 0.., then producers
 	s0 := snapServer(r.ctx, r.c)
@@ -758,8 +775,7 @@ func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *
 
 	produceAtRate(o, n, start, func(p, i int) error {
 		sentAt[i] = int64(time.Since(start))
-		_, err := q.EnqueueAfter(redisprobe.WithCaller(r.ctx, o.consumers+p), strconv.Itoa(i), payload(o, i), o.itemDelay(i))
-		return err
+		return enqueue(redisprobe.WithCaller(r.ctx, o.consumers+p), q, i, o.itemDelay(i))
 	}, &offered, &errs)
 	offerDone := time.Since(start)
 	res.OfferSeconds = offerDone.Seconds()
@@ -830,12 +846,14 @@ func (r *redisRun) steadyWith(name string, consume func(ctx context.Context, q *
 		res.Note = report.JoinNote(res.Note, fmt.Sprintf("the producers fell behind -rate (%s/s offered)", report.Rate(res.OfferRate)))
 	}
 	setServer(&res, res.Delivered, s0, s1)
+	setServerMem(&res, res.Delivered, s0, s1)
 	if s := perItemNote(h, o, res.Delivered); s != "" {
 		res.Note = report.JoinNote(res.Note, s)
 	}
 	if st, err := q.Stats(r.ctx); err == nil {
-		res.Note = report.JoinNote(res.Note, fmt.Sprintf("redisq stats: enqueued %d, delivered %d, acked %d, expired %d, in flight %d, scheduled %d",
-			st.Counters["enqueued"], st.Counters["delivered"], st.Counters["acked"], st.Counters["expired"], st.InFlight, st.Scheduled))
+		res.Note = report.JoinNote(res.Note, fmt.Sprintf("redisq stats: enqueued %d, delivered %d, acked %d, expired %d, in flight %d, scheduled %d, completed (kept) %d",
+			st.Counters["enqueued"], st.Counters["delivered"], st.Counters["acked"], st.Counters["expired"], st.InFlight, st.Scheduled, st.Completed))
+		res.Kept = int(st.Completed)
 	}
 	if res.Delivered < n {
 		res.Note = report.JoinNote(res.Note, fmt.Sprintf("%d items NOT delivered", n-res.Delivered))

@@ -12,16 +12,44 @@ import (
 
 // serverSnap is one reading of the whole Redis server: command calls by name
 // from INFO commandstats (Redis 7 counts the commands a script runs as well
-// as the script call itself) and CPU time from INFO cpu. The -impl redis and
+// as the script call itself), CPU time from INFO cpu and used_memory from
+// INFO memory. The -impl redis and
 // asynq phases take one before and after what they measure; the server
 // should be a scratch one that nothing else uses meanwhile.
 type serverSnap struct {
 	calls map[string]int64 // nil: unavailable
 	cpu   time.Duration    // < 0: unavailable
+	mem   int64            // used_memory, bytes; < 0: unavailable
 }
 
 func snapServer(ctx context.Context, c *redis.Client) serverSnap {
-	return serverSnap{calls: commandCalls(ctx, c), cpu: serverCPU(ctx, c)}
+	return serverSnap{calls: commandCalls(ctx, c), cpu: serverCPU(ctx, c), mem: serverMem(ctx, c)}
+}
+
+// serverMem returns the server's used_memory (INFO memory; -1: unknown).
+func serverMem(ctx context.Context, c *redis.Client) int64 {
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(infoField(info, "used_memory"), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// setServerMem records in r the growth of the server's used_memory from s0
+// to s1, in all and per item: what the phase left in memory (the ack
+// tombstones of the last 30 s, completed items kept for their Retention).
+func setServerMem(r *report.Result, items int, s0, s1 serverSnap) {
+	if s0.mem < 0 || s1.mem < 0 || items <= 0 {
+		return
+	}
+	r.ServerMemBytes = s1.mem - s0.mem
+	r.ServerMemPerItem = float64(r.ServerMemBytes) / float64(items)
+	r.Note = report.JoinNote(r.Note, fmt.Sprintf("redis-server used_memory grew %s B over the phase: %.0f B per item (INFO memory; ack tombstones live 30 s, items with a Retention are kept completed)",
+		report.Group(r.ServerMemBytes), r.ServerMemPerItem))
 }
 
 // commandsSince returns the commands the server ran from s0 to s, the INFO

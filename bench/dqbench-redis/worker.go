@@ -22,10 +22,15 @@ import (
 // for Run to return. ctx's values reach the Worker (the command-counting
 // hook's caller tag); its end stops it as Shutdown with no time left.
 func startWorker(ctx context.Context, q *redisq.Queue, n int, got func(time.Time, []*redisq.Message), errs *atomic.Value) func() {
-	w := redisq.NewWorker(q, func(_ context.Context, m *redisq.Message) error {
+	return startWorkerWith(ctx, q, n, func(_ context.Context, m *redisq.Message) error {
 		got(time.Now(), []*redisq.Message{m})
 		return nil
-	}, redisq.WorkerOptions{Concurrency: n})
+	}, errs)
+}
+
+// startWorkerWith is startWorker with the handler h.
+func startWorkerWith(ctx context.Context, q *redisq.Queue, n int, h redisq.Handler, errs *atomic.Value) func() {
+	w := redisq.NewWorker(q, h, redisq.WorkerOptions{Concurrency: n})
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
@@ -52,7 +57,7 @@ func (r *redisRun) workerBacklog() (report.Result, error) {
 // workerSteady: lateness at -rate items/s, handled by a Worker with
 // -consumers handlers; a message is received when its handler starts.
 func (r *redisRun) workerSteady() (report.Result, error) {
-	return r.steadyWith("worker", func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func() {
+	return r.steadyWith("worker", nil, func(ctx context.Context, q *redisq.Queue, got func(time.Time, []*redisq.Message), errs *atomic.Value) func() {
 		return startWorker(redisprobe.WithCaller(ctx, 0), q, r.o.consumers, got, errs)
 	})
 }

@@ -78,7 +78,16 @@ type Result struct {
 	ServerCmdsPerItem  float64 `json:"server_cmds_per_item,omitempty"`
 	ServerCPUPerItemNs float64 `json:"server_cpu_ns_per_item,omitempty"`
 	IdleCmdsPer10s     float64 `json:"idle_cmds_per_10s,omitempty"`
-	Note               string  `json:"note,omitempty"`
+	// -impl redis steady phases: the growth of the server's used_memory
+	// (INFO memory) over the phase, in all and per delivered item, and the
+	// items the queue keeps completed at its end (Job.Retention).
+	ServerMemBytes   int64   `json:"server_mem_bytes,omitempty"`
+	ServerMemPerItem float64 `json:"server_mem_bytes_per_item,omitempty"`
+	Kept             int     `json:"kept,omitempty"`
+	// KeptBytesPerItem is the used_memory that purging the kept items
+	// freed, per kept item.
+	KeptBytesPerItem float64 `json:"kept_bytes_per_item,omitempty"`
+	Note             string  `json:"note,omitempty"`
 }
 
 // Percentiles of lateness, in nanoseconds.
