@@ -3,6 +3,7 @@ package redisq
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 	"unicode/utf8"
 
@@ -99,8 +100,14 @@ func NotAfter(t time.Time) JobOption { return func(j *Job) { j.NotAfter = t } }
 func Retention(d time.Duration) JobOption { return func(j *Job) { j.Retention = d } }
 
 // WithJob sets every field of the item's Job to j's (for a Job read from
-// an Item or a Message, to enqueue it again).
-func WithJob(j Job) JobOption { return func(d *Job) { *d = j } }
+// an Item or a Message, to enqueue it again). It copies j.Headers, so that
+// a later Header option does not write into j's map.
+func WithJob(j Job) JobOption {
+	return func(d *Job) {
+		*d = j
+		d.Headers = maps.Clone(j.Headers)
+	}
+}
 
 // jobOf applies opts to a zero Job.
 func jobOf(opts []JobOption) Job {

@@ -583,3 +583,68 @@ func TestRecurringJob(t *testing.T) {
 		require.NoError(t, m.Ack(ctx))
 	}
 }
+
+// TestRetentionReusedID: once a completed item's retention ends its id is
+// free; a new item under it is not touched by what is left of the old one
+// in done (Purge), and a List page of completed items bounds its results'
+// bytes as it does payloads.
+func TestRetentionReusedID(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "reuse")
+	ctx := context.Background()
+	for id, keep := range map[string]time.Duration{"x": 20 * time.Millisecond, "y": time.Hour} {
+		_, err := q.Add(ctx, EnqueueItem{ID: id, Job: Job{Retention: keep}})
+		require.NoError(t, err)
+	}
+	ms, err := q.TakeBatch(ctx, 2)
+	require.NoError(t, err)
+	require.NoError(t, errors.Join(q.AckMany(ctx, ms)...))
+	eventually(t, 20*time.Second, "x's retention ends", func() bool {
+		_, err := q.Get(ctx, "x")
+		return errors.Is(err, ErrNotFound)
+	})
+	_, err = q.EnqueueAfter(ctx, "x", []byte("new"), time.Hour)
+	require.NoError(t, err, "the id is free again")
+	n, err := q.Purge(ctx, StateCompleted)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "y only")
+	it, err := q.Get(ctx, "x")
+	require.NoError(t, err, "the new x survives the purge")
+	require.Equal(t, "new", string(it.Payload))
+	require.True(t, audit(t, q).OK())
+
+	// Results count in a page's bytes: 3 items of 600 KiB results fill a
+	// page of at most ListBytes (1 MiB) after 2.
+	big := make([]byte, 600<<10)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		_, err := q.Add(ctx, EnqueueItem{ID: id, Job: Job{Retention: time.Hour}})
+		require.NoError(t, err)
+	}
+	_, err = q.Cancel(ctx, "x")
+	require.NoError(t, err)
+	ms, err = q.TakeBatch(ctx, 3)
+	require.NoError(t, err)
+	for _, m := range ms {
+		require.NoError(t, m.SetResult(big))
+	}
+	require.NoError(t, errors.Join(q.AckMany(ctx, ms)...))
+	p, err := q.List(ctx, StateCompleted, ListOptions{Payloads: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, len(p.Items), "the page ends after the item that reaches 1 MiB")
+	require.NotEqual(t, int64(-1), p.Next)
+}
+
+// TestJobOptionsCopyHeaders: WithJob copies the headers it is given, so a
+// Header after it writes into the item's own map, not the caller's.
+func TestJobOptionsCopyHeaders(t *testing.T) {
+	base := Job{Kind: "k", Headers: map[string]string{"a": "1"}}
+	kind := JobKind[int]{Name: "k", Defaults: []JobOption{WithJob(base)}}
+	it, err := kind.Item("one", 1, Header("trace", "first"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"a": "1", "trace": "first"}, it.Job.Headers)
+	it, err = kind.Item("two", 2)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"a": "1"}, it.Job.Headers)
+	require.Equal(t, map[string]string{"a": "1"}, base.Headers, "the caller's map is untouched")
+}

@@ -39,10 +39,11 @@ for _, mem in ipairs(mems) do
     redis.call('ZREM', z, mem)
     redis.call('DEL', h)
     changed = changed + 1
-  elseif op == 'purge_c' then
-    -- A member whose hash has expired is no item any more.
+  elseif op == 'purge_c' or op == 'destroy_c' then
+    -- A member whose hash has expired is no item any more, and its id may
+    -- name a new item since: delete only the hash that is this member's.
     redis.call('ZREM', z, mem)
-    changed = changed + redis.call('DEL', h)
+    if redis.call('HGET', h, 'mem') == mem then changed = changed + redis.call('DEL', h) end
   else
     redis.call('ZREM', z, mem)
     changed = changed + redis.call('DEL', h)
