@@ -163,34 +163,28 @@ quietly "go build of a module importing ${packages[*]}" go build ./...
 # only dqweb's tests use (the browser tests' chromedp, which live in the
 # module dqweb/browser for that reason). go get and go build alone write
 # less, and would not see it.
-dqweb=$(go -C "$tmp/src/dqweb" list -m)
-echo "--- release-check: a new module importing only $dqweb: no asynq, chromedp or cdproto in its tidy go.sum"
-mkdir "$tmp/dqwebuser"
-cd "$tmp/dqwebuser"
-go mod init example.com/dqwebonly >/dev/null 2>&1
-printf 'package main\n\nimport _ "%s"\n\nfunc main() {}\n' "$dqweb" >main.go
-quietly "go get $dqweb@$version" go get "$dqweb@$version"
-quietly "go build of a module importing $dqweb" go build ./...
-quietly "go mod tidy in a module importing $dqweb" go mod tidy
-if unwanted=$(grep -E 'asynq|chromedp|cdproto' go.sum); then
-  echo "$unwanted" >&2
-  fail "a module importing only $dqweb has the lines above in its go.sum: dqweb's go.mod must not require asynq, chromedp or cdproto, even for tests (issue 25; the browser tests live in the module dqweb/browser)"
-fi
-
+# sole_user DIR PATTERN WHY: a new module that imports only the module in
+# DIR of the release gets, after go get, go build and go mod tidy, no line
+# of its go.sum matching the extended regexp PATTERN; WHY says why not.
+sole_user() {
+  local mod
+  mod=$(go -C "$tmp/src/$1" list -m)
+  echo "--- release-check: a new module importing only $mod: no $2 in its tidy go.sum"
+  mkdir "$tmp/$1-user"
+  cd "$tmp/$1-user"
+  go mod init "example.com/$1only" >/dev/null 2>&1
+  printf 'package main\n\nimport _ "%s"\n\nfunc main() {}\n' "$mod" >main.go
+  quietly "go get $mod@$version" go get "$mod@$version"
+  quietly "go build of a module importing $mod" go build ./...
+  quietly "go mod tidy in a module importing $mod" go mod tidy
+  if unwanted=$(grep -E "$2" go.sum); then
+    echo "$unwanted" >&2
+    fail "a module importing only $mod has the lines above in its go.sum: $3"
+  fi
+}
+sole_user dqweb 'asynq|chromedp|cdproto' "dqweb's go.mod must not require asynq, chromedp or cdproto, even for tests (issue 25; the browser tests live in the module dqweb/browser)"
 # The same for redisq and OpenTelemetry: only otelq's users get it.
-redisq=$(go -C "$tmp/src/redisq" list -m)
-echo "--- release-check: a new module importing only $redisq: no go.opentelemetry.io in its tidy go.sum"
-mkdir "$tmp/redisquser"
-cd "$tmp/redisquser"
-go mod init example.com/redisqonly >/dev/null 2>&1
-printf 'package main\n\nimport _ "%s"\n\nfunc main() {}\n' "$redisq" >main.go
-quietly "go get $redisq@$version" go get "$redisq@$version"
-quietly "go build of a module importing $redisq" go build ./...
-quietly "go mod tidy in a module importing $redisq" go mod tidy
-if unwanted=$(grep -F go.opentelemetry.io go.sum); then
-  echo "$unwanted" >&2
-  fail "a module importing only $redisq has the lines above in its go.sum: redisq's go.mod must not require OpenTelemetry, even for tests (tracing is the module otelq's)"
-fi
+sole_user redisq 'go\.opentelemetry\.io' "redisq's go.mod must not require OpenTelemetry, even for tests (tracing is the module otelq's)"
 
 [ ${#replaced[@]} -eq 0 ] || fail "replace or exclude directives in ${replaced[*]}: remove them (docs/release.md)"
 echo "release-check: ok (${#released[@]} modules released, ${#commands[@]} commands installed, ${#packages[@]} packages imported)"
