@@ -147,12 +147,7 @@ func (k JobKind[T]) Item(id string, v T, opts ...JobOption) (EnqueueItem, error)
 	if err != nil {
 		return EnqueueItem{}, fmt.Errorf("redisq: encoding a payload of kind %q: %w", k.Name, err)
 	}
-	j := jobOf(k.Defaults)
-	for _, o := range opts {
-		if o != nil {
-			o(&j)
-		}
-	}
+	j := jobOf(append(slices.Clip(k.Defaults), opts...))
 	j.Kind = k.Name
 	return EnqueueItem{ID: id, Payload: b, Job: j}, nil
 }
