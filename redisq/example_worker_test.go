@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
+	"github.com/redis/go-redis/v9"
 )
 
 // A Worker runs a handler on every message of a queue: nil acks it, an
@@ -52,4 +53,48 @@ func ExampleWorker() {
 	// sent welcome:2 attempt 1
 	// Run returned <nil>
 	// dead: bad:3 invalid address
+}
+
+// One Worker over several queues: with StrictPriority, the "critical"
+// queue's due work goes first; without it, each queue gets the share of
+// the handlers that its Weight says while both have work.
+func ExampleNewMultiWorker() {
+	addr, stop := redisq.StartTestServer()
+	defer stop()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	critical, err := redisq.New(ctx, c, "critical")
+	if err != nil {
+		panic(err)
+	}
+	defer critical.Close()
+	low, err := redisq.New(ctx, c, "low")
+	if err != nil {
+		panic(err)
+	}
+	defer low.Close()
+	_, _ = low.EnqueueAfter(ctx, "digest:1", nil, 0)
+	_, _ = critical.EnqueueAfter(ctx, "refund:1", nil, 0)
+	_, _ = critical.EnqueueAfter(ctx, "refund:2", nil, 0)
+
+	handled := make(chan struct{}, 3)
+	w := redisq.NewMultiWorker(func(ctx context.Context, m *redisq.Message) error {
+		fmt.Println(m.QueueName(), m.ID)
+		handled <- struct{}{}
+		return nil
+	}, redisq.WorkerOptions{Concurrency: 1, StrictPriority: true},
+		redisq.WorkerQueue{Queue: critical, Weight: 6},
+		redisq.WorkerQueue{Queue: low, Weight: 1})
+	go func() { _ = w.Run(ctx) }()
+	for range 3 {
+		<-handled
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = w.Shutdown(sctx)
+	// Output:
+	// critical refund:1
+	// critical refund:2
+	// low digest:1
 }

@@ -57,7 +57,8 @@ type WorkerInfo struct {
 	Concurrency int       `json:"concurrency"`
 	Running     int       `json:"running"` // handlers running
 	// Held counts the messages it has taken and not yet settled or handed
-	// back: the running ones, and those being acked.
+	// back: the running ones, and those being acked (of all its queues,
+	// for a worker over several: NewMultiWorker).
 	Held int `json:"held"`
 	// Leases are the messages its handlers run, oldest claim first, as of
 	// the last beat; MoreLeases counts those the heartbeat had no room for.
@@ -173,7 +174,9 @@ func hostName() string {
 	return h
 }
 
-// heartbeat beats every w.beatEvery until stop is closed, then says bye.
+// heartbeat beats every w.beatEvery until stop is closed, then says bye:
+// on each of the worker's queues (each partition), listing the leases of
+// that queue's messages.
 func (w *Worker) heartbeat(stop <-chan struct{}) {
 	if w.beatEvery <= 0 {
 		return
@@ -182,48 +185,53 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 	host, pid := hostName(), os.Getpid()
 	t := time.NewTicker(w.beatEvery)
 	defer t.Stop()
-	failing := false
-	var started int64 // the first beat's Redis time
+	failing := make([]bool, len(w.beatQs))
+	started := make([]int64, len(w.beatQs)) // the first beat's Redis time, per queue
 	for beats := 0; ; beats++ {
-		ctx, cancel := context.WithTimeout(w.base, min(w.beatEvery, settleTimeout))
-		running, held, ls := w.snapshot()
-		enc, more := encodeLeases(ls, maxBeatLeaseBytes)
-		now, err := w.q.db.Heartbeat(ctx, rdb.Beat{ID: w.id, Name: w.name, Host: host, PID: pid, Concurrency: w.n,
-			Running: running, Held: held, Leases: enc, More: more, Started: started, Life: life.Milliseconds(),
-			Sweep: beats%sweepEvery == 0})
-		cancel()
-		if err == nil && started == 0 {
-			started = now
-		}
-		switch {
-		case err != nil && !failing:
-			// Once: the worker works without it, but it is missing from
-			// Queue.Workers, dqctl workers and the dashboard.
-			w.log.Warn("redisq: worker: heartbeat failed; the worker is not shown among the queue's workers until one succeeds",
-				"queue", w.q.name, "err", err)
-			failing = true
-		case err != nil:
-			w.log.Debug("redisq: worker: heartbeat failed", "queue", w.q.name, "err", err)
-		default:
-			failing = false
+		for i, q := range w.beatQs {
+			ctx, cancel := context.WithTimeout(w.base, min(w.beatEvery, settleTimeout))
+			running, held, ls := w.snapshot(q)
+			enc, more := encodeLeases(ls, maxBeatLeaseBytes)
+			now, err := q.db.Heartbeat(ctx, rdb.Beat{ID: w.id, Name: w.name, Host: host, PID: pid, Concurrency: w.n,
+				Running: running, Held: held, Leases: enc, More: more, Started: started[i], Life: life.Milliseconds(),
+				Sweep: beats%sweepEvery == 0})
+			cancel()
+			if err == nil && started[i] == 0 {
+				started[i] = now
+			}
+			switch {
+			case err != nil && !failing[i]:
+				// Once: the worker works without it, but it is missing from
+				// Queue.Workers, dqctl workers and the dashboard.
+				w.log.Warn("redisq: worker: heartbeat failed; the worker is not shown among the queue's workers until one succeeds",
+					"queue", q.name, "err", err)
+				failing[i] = true
+			case err != nil:
+				w.log.Debug("redisq: worker: heartbeat failed", "queue", q.name, "err", err)
+			default:
+				failing[i] = false
+			}
 		}
 		select {
 		case <-t.C:
 		case <-stop:
-			ctx, cancel := context.WithTimeout(w.base, settleTimeout)
-			_ = w.q.db.Bye(ctx, w.id)
-			cancel()
+			for _, q := range w.beatQs {
+				ctx, cancel := context.WithTimeout(w.base, settleTimeout)
+				_ = q.db.Bye(ctx, w.id)
+				cancel()
+			}
 			return
 		}
 	}
 }
 
-// snapshot returns the running handlers' messages, oldest claim first, and
-// the counts the heartbeat reports.
-func (w *Worker) snapshot() (running, held int, ls []WorkerLease) {
+// snapshot returns the running handlers' messages of q, oldest claim
+// first, and the counts the heartbeat reports (held: the worker's, of all
+// its queues).
+func (w *Worker) snapshot(q *Queue) (running, held int, ls []WorkerLease) {
 	w.mu.Lock()
 	for _, s := range w.lanes {
-		if j := s.cur; j != nil && j.state == jobRunning {
+		if j := s.cur; j != nil && j.state == jobRunning && j.m.q == q {
 			ls = append(ls, WorkerLease{ID: j.m.ID, Claimed: j.m.ClaimedAt, Attempt: j.m.Attempts})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -139,6 +140,9 @@ type taker struct {
 	stopRun context.CancelFunc // guarded by mu: ends the partitions' waits of the active period
 	started bool               // guarded by mu
 	closed  bool               // guarded by mu
+	// watchers are signalled when items are held that no caller took (a
+	// Worker over several queues takes them when it has a handler).
+	watchers []chan struct{} // guarded by mu
 	// Made once by startLocked, read-only after:
 	linger *time.Timer     // fires partHold after the last caller stopped waiting (Reset/Stop under mu)
 	expire *time.Timer     // fires at the earliest held item's expiry (Reset/Stop under mu)
@@ -268,6 +272,7 @@ func (t *taker) take(ctx context.Context, n int) ([]*Message, error) {
 		case <-w.ready:
 			// Served as ctx ended: give the items to the next caller.
 			t.putBackLocked(w)
+			t.notifyHeldLocked()
 		default:
 			for i, o := range t.waiters {
 				if o == w {
@@ -501,7 +506,43 @@ func (t *taker) claimed(i, n int, ctx context.Context, ms []*Message, err error)
 		}
 	}
 	t.serveLocked()
+	t.notifyHeldLocked()
 	t.dispatchLocked()
+}
+
+// watchHeld returns a channel (capacity 1) signalled whenever items are
+// held that no caller took, and the function that stops the signals.
+func (t *taker) watchHeld() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	t.mu.Lock()
+	t.watchers = append(t.watchers, ch)
+	t.mu.Unlock()
+	return ch, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.watchers = slices.DeleteFunc(t.watchers, func(c chan struct{}) bool { return c == ch })
+	}
+}
+
+// heldLen returns how many claimed items no caller has taken yet.
+func (t *taker) heldLen() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.held.Len()
+}
+
+// notifyHeldLocked signals the watchers if items are held. t.mu must be
+// held.
+func (t *taker) notifyHeldLocked() {
+	if t.held.Len() == 0 {
+		return
+	}
+	for _, ch := range t.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // armExpiryLocked sets the expiry timer for the first held item in arrival

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,7 +16,8 @@ import (
 // to what your handlers can run in parallel.
 const DefaultConcurrency = 10
 
-// WorkerOptions configures NewWorker. The zero value is ready to use.
+// WorkerOptions configures NewWorker and NewMultiWorker. The zero value is
+// ready to use.
 type WorkerOptions struct {
 	// Concurrency is how many handlers run at once (default
 	// DefaultConcurrency). The worker takes work for idle handlers only,
@@ -29,6 +31,10 @@ type WorkerOptions struct {
 	// Middleware wraps the handler, Middleware[0] outermost: each sees the
 	// message, the handler's ctx and its error (a panic as a *PanicError).
 	Middleware []Middleware
+	// StrictPriority makes a Worker over several queues (NewMultiWorker)
+	// claim from a queue only while no queue before it has due work,
+	// instead of sharing the handlers by weight.
+	StrictPriority bool
 	// NoRecurring: do not keep the queue's recurring registrations
 	// (Queue.KeepRecurring), which a worker does while it takes work.
 	NoRecurring bool
@@ -67,6 +73,9 @@ const settleTimeout = 10 * time.Second
 // Worker runs a Handler on the messages of one Queue with a fixed number of
 // concurrent handlers: the loop of Take, run, Ack or Nack, lease extension,
 // panic recovery and shutdown that every consumer otherwise writes.
+// NewMultiWorker makes one over several queues, by weight or strict
+// priority, or over a Partitioned queue; what follows is a worker over
+// one Queue, and NewMultiWorker says what differs.
 //
 // One goroutine waits for work for all idle handlers (an idle worker
 // costs what one idle Take does, plus its heartbeat: WorkerOptions.
@@ -100,12 +109,16 @@ const settleTimeout = 10 * time.Second
 // redelivered (Attempts counts the lost one), so handlers must be
 // idempotent.
 type Worker struct {
-	q     *Queue
-	h     Handler
-	n     int
-	log   *slog.Logger
-	vis   time.Duration // the queue's visibility timeout: each extension's length
-	every time.Duration // extend a running handler's lease this often
+	q   *Queue // the one Queue of NewWorker; nil for NewMultiWorker's (srcs)
+	h   Handler
+	n   int
+	log *slog.Logger
+	// The queues of NewMultiWorker, in priority order (see
+	// worker_sources.go); nil for NewWorker's.
+	srcs   []*source
+	strict bool     // srcs by strict priority, not by weight
+	beatQs []*Queue // the heartbeat is written to each
+	keepQs []*Queue // whose recurring registrations Run keeps
 	// recurring: Run keeps the queue's recurring registrations
 	// (WorkerOptions.NoRecurring unset).
 	recurring bool
@@ -126,6 +139,11 @@ type Worker struct {
 	doneOnce  sync.Once     // closes done
 	quietOnce sync.Once     // closes quiet
 	forceOnce sync.Once     // runs hardStop
+
+	// gmu guards the grant step of a worker over sources: the sources'
+	// state (see source) and free.
+	gmu  sync.Mutex
+	free int // handlers idle and not granted to a source
 
 	mu    sync.Mutex
 	phase workerPhase // guarded by mu
@@ -160,6 +178,17 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 	if q == nil || h == nil {
 		panic("redisq: NewWorker with a nil Queue or Handler")
 	}
+	w := newWorker(q, h, opts)
+	w.beatQs = []*Queue{q}
+	if w.recurring {
+		w.keepQs = []*Queue{q}
+	}
+	return w
+}
+
+// newWorker is the Worker of NewWorker and NewMultiWorker: q gives the
+// default logger.
+func newWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 	n := opts.Concurrency
 	if n < 0 {
 		panic(fmt.Sprintf("redisq: NewWorker with Concurrency %d", n))
@@ -199,8 +228,6 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 		name:      name,
 		beatEvery: beat,
 		log:       log,
-		vis:       q.opt.visibility,
-		every:     q.opt.visibility / 3,
 		jobs:      make(chan dispatch, n),
 		idle:      make(chan struct{}, n),
 		done:      make(chan struct{}),
@@ -269,25 +296,30 @@ func (w *Worker) Run(ctx context.Context) error {
 			defer wg.Done()
 			for d := range w.jobs {
 				w.runLane(s, d)
-				w.idle <- struct{}{}
+				w.handlerIdle(1)
 			}
 		}()
 	}
 	beatStop, beaten := make(chan struct{}), make(chan struct{})
 	go func() { defer close(beaten); w.heartbeat(beatStop) }()
 
-	// The recurring keeper runs while the worker takes work.
+	// The recurring keepers run while the worker takes work.
 	keepCtx, stopKeep := context.WithCancel(w.takeCtx)
-	kept := make(chan struct{})
-	go func() {
-		defer close(kept)
-		if w.recurring {
-			_ = w.q.KeepRecurring(keepCtx) // nil, or ErrClosed as fetch sees it
-		}
-	}()
-	w.fetch()
+	var kept sync.WaitGroup
+	for _, q := range w.keepQs {
+		kept.Add(1)
+		go func() {
+			defer kept.Done()
+			_ = q.KeepRecurring(keepCtx) // nil, or ErrClosed as the taking side sees it
+		}()
+	}
+	if w.multi() {
+		w.takeSources()
+	} else {
+		w.fetch()
+	}
 	stopKeep()
-	<-kept
+	kept.Wait()
 	close(w.jobs)
 	wg.Wait()
 	w.acks.flush()
@@ -303,6 +335,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.closeDoneLocked()
 	w.mu.Unlock()
 	return err
+}
+
+// queueNames names the worker's queues, for its log records.
+func (w *Worker) queueNames() string {
+	if !w.multi() {
+		return w.q.name
+	}
+	names := make([]string, len(w.srcs))
+	for i, s := range w.srcs {
+		names[i] = s.name
+	}
+	return strings.Join(names, ",")
 }
 
 func (w *Worker) closeDoneLocked() { w.doneOnce.Do(func() { close(w.done) }) }
@@ -348,7 +392,7 @@ func (w *Worker) stopGracefully() {
 	case <-w.ended:
 	case <-t.C:
 		w.log.Warn("redisq: worker: handlers still running at the end of the shutdown timeout; stopping them and handing their messages back",
-			"queue", w.q.name, "shutdown_timeout", w.grace)
+			"queue", w.queueNames(), "shutdown_timeout", w.grace)
 		w.stop(true)
 	}
 }
@@ -410,7 +454,7 @@ func (w *Worker) release(ms []*Message) {
 			defer cancel()
 			if err := m.Release(ctx); err != nil && !errors.Is(err, ErrLeaseLost) {
 				w.log.Warn("redisq: worker: releasing a message failed; it is redelivered after its lease",
-					"queue", w.q.name, "id", m.ID, "err", err)
+					"queue", m.q.name, "id", m.ID, "err", err)
 			}
 		}()
 	}

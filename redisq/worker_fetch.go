@@ -43,7 +43,7 @@ func (w *Worker) fetch() {
 		// wait for it here rather than in Take, and take the permits
 		// and acks of the handlers that finish meanwhile: the claim that
 		// follows carries an ack and takes work for all of them.
-		claimNow, err := w.q.waitDueSoon(w.takeCtx, w.vis/4)
+		claimNow, err := w.q.waitDueSoon(w.takeCtx, w.q.opt.visibility/4)
 		if err != nil {
 			return
 		}

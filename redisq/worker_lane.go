@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 )
 
@@ -54,17 +55,17 @@ func (w *Worker) runLane(s *lane, d dispatch) {
 		w.mu.Lock()
 		stopping := w.stoppingLocked()
 		w.mu.Unlock()
-		if !more || stopping || w.q.isClosed() {
+		if !more || stopping || m.q.isClosed() {
 			w.queueAck(m)
 			return
 		}
-		ms, next, err := w.q.claim(w.takeCtx, 1, m)
+		ms, next, err := m.q.claim(w.takeCtx, 1, m)
 		switch {
 		case err == nil:
 			w.unhold(1)
 		case errors.Is(err, ErrLeaseLost):
 			w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
-				"queue", w.q.name, "id", m.ID, "attempt", m.Attempts)
+				"queue", m.q.name, "id", m.ID, "attempt", m.Attempts)
 			w.unhold(1)
 			return
 		default: // maybe not acked: the ack goroutine settles it
@@ -101,14 +102,14 @@ func (w *Worker) runJob(s *lane, m *Message) bool {
 	stop := handlerDeadline(&ctx, m)
 	j := &job{m: m, cancel: cancel}
 	s.cur, s.armed = j, true
-	s.timer.Reset(w.every)
+	s.timer.Reset(m.q.opt.visibility / 3)
 	w.mu.Unlock()
 
 	err := w.call(ctx, m)
 	stop()
 	var pe *PanicError
 	if errors.As(err, &pe) {
-		w.log.Error("redisq: worker: handler panicked", "queue", w.q.name, "id", m.ID,
+		w.log.Error("redisq: worker: handler panicked", "queue", m.q.name, "id", m.ID,
 			"attempt", m.Attempts, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 	}
 
@@ -141,7 +142,7 @@ func (w *Worker) runJob(s *lane, m *Message) bool {
 		return false // hardStop released it and unholds it
 	case lost:
 		w.log.Warn("redisq: worker: lease lost while the handler ran; result dropped",
-			"queue", w.q.name, "id", m.ID, "attempt", m.Attempts, "result", errText(err))
+			"queue", m.q.name, "id", m.ID, "attempt", m.Attempts, "result", errText(err))
 		w.unhold(1)
 		return false
 	case err == nil:
@@ -220,18 +221,18 @@ func (w *Worker) settle(m *Message, herr error) {
 	switch {
 	case err != nil:
 		w.log.Warn("redisq: worker: settling a failed message failed; it is redelivered after its lease",
-			"queue", w.q.name, "id", m.ID, "attempt", m.Attempts, "err", err)
+			"queue", m.q.name, "id", m.ID, "attempt", m.Attempts, "err", err)
 	case out == NackDeadLettered:
 		why := "skip retry"
 		if Outcome(herr) != "skip_retry" {
 			why = "max attempts"
 		}
-		w.log.Warn("redisq: worker: message dead-lettered", "queue", w.q.name, "id", m.ID, "kind", m.Kind,
+		w.log.Warn("redisq: worker: message dead-lettered", "queue", m.q.name, "id", m.ID, "kind", m.Kind,
 			"attempt", m.Attempts, "cause", why, "err", reason)
 	default:
 		var unknown *UnknownKindError
 		if errors.As(herr, &unknown) {
-			w.log.Warn("redisq: worker: no handler for the message's kind; it is retried", "queue", w.q.name,
+			w.log.Warn("redisq: worker: no handler for the message's kind; it is retried", "queue", m.q.name,
 				"id", m.ID, "kind", unknown.Kind, "attempt", m.Attempts, "outcome", out.String())
 		}
 	}
@@ -255,9 +256,13 @@ func (w *Worker) tick(s *lane) {
 	j.extending = true
 	w.mu.Unlock()
 
+	// Each extension is by the visibility timeout of the message's queue,
+	// every third of it.
+	vis := j.m.q.opt.visibility
+	every := vis / 3
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(w.base, min(w.vis, settleTimeout))
-	_, err := j.m.extend(ctx, w.vis)
+	ctx, cancel := context.WithTimeout(w.base, min(vis, settleTimeout))
+	_, err := j.m.extend(ctx, vis)
 	cancel()
 
 	w.mu.Lock()
@@ -277,12 +282,12 @@ func (w *Worker) tick(s *lane) {
 	case err != nil:
 		// The lease has at least 2/3 of the visibility timeout left at
 		// the first try: try again soon.
-		w.log.Warn("redisq: worker: extending a lease failed; retrying", "queue", w.q.name, "id", j.m.ID, "err", err)
+		w.log.Warn("redisq: worker: extending a lease failed; retrying", "queue", j.m.q.name, "id", j.m.ID, "err", err)
 		s.armed = true
-		s.timer.Reset(max(w.every/4, time.Millisecond))
+		s.timer.Reset(max(every/4, time.Millisecond))
 	default:
 		s.armed = true
-		s.timer.Reset(max(w.every-time.Since(start), 0))
+		s.timer.Reset(max(every-time.Since(start), 0))
 	}
 }
 
@@ -291,6 +296,43 @@ func (w *Worker) tick(s *lane) {
 // handler to be idle), else together with the others waiting, now.
 func (w *Worker) queueAck(m *Message) { w.acks.add(m) }
 
+// ackByQueue acks ms, each on its own Queue (one AckMany per Queue, or an
+// Ack for one message), setting errs[i] to ms[i]'s outcome.
+func ackByQueue(ctx context.Context, ms []*Message, errs []error) {
+	if len(ms) == 1 {
+		errs[0] = ms[0].Ack(ctx)
+		return
+	}
+	byQ := map[*Queue][]int{}
+	var order []*Queue
+	for i, m := range ms {
+		if _, ok := byQ[m.q]; !ok {
+			order = append(order, m.q)
+		}
+		byQ[m.q] = append(byQ[m.q], i)
+	}
+	if len(order) == 1 {
+		copy(errs, order[0].AckMany(ctx, ms))
+		return
+	}
+	var wg sync.WaitGroup
+	for _, q := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			idx := byQ[q]
+			sub := make([]*Message, len(idx))
+			for j, i := range idx {
+				sub[j] = ms[i]
+			}
+			for j, err := range q.AckMany(ctx, sub) {
+				errs[idx[j]] = err
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // ack acks ms, retrying a failed round trip twice (an applied ack whose
 // reply was lost reports success: see Ack).
 func (w *Worker) ack(ms []*Message) {
@@ -298,11 +340,7 @@ func (w *Worker) ack(ms []*Message) {
 	defer cancel()
 	errs := make([]error, len(ms))
 	for try := 0; ; try++ {
-		if len(ms) == 1 {
-			errs[0] = ms[0].Ack(ctx)
-		} else {
-			errs = w.q.AckMany(ctx, ms)
-		}
+		ackByQueue(ctx, ms, errs)
 		var again []*Message
 		var againErrs []error
 		for i, err := range errs {
@@ -310,13 +348,13 @@ func (w *Worker) ack(ms []*Message) {
 			case err == nil:
 			case errors.Is(err, ErrLeaseLost):
 				w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
-					"queue", w.q.name, "id", ms[i].ID, "attempt", ms[i].Attempts)
+					"queue", ms[i].q.name, "id", ms[i].ID, "attempt", ms[i].Attempts)
 			case try < 2 && ctx.Err() == nil:
 				again = append(again, ms[i])
 				againErrs = append(againErrs, err)
 			default:
 				w.log.Warn("redisq: worker: ack failed; the message will be redelivered after its lease",
-					"queue", w.q.name, "id", ms[i].ID, "err", err)
+					"queue", ms[i].q.name, "id", ms[i].ID, "err", err)
 			}
 		}
 		if len(again) == 0 {

@@ -1,0 +1,457 @@
+package redisq
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fill enqueues n items due now into q, ids prefix0..prefix(n-1).
+func fill(t *testing.T, q *Queue, prefix string, n int) {
+	t.Helper()
+	items := make([]EnqueueItem, n)
+	for i := range items {
+		items[i] = EnqueueItem{ID: prefix + strconv.Itoa(i)}
+	}
+	_, err := q.EnqueueMany(context.Background(), items)
+	require.NoError(t, err)
+}
+
+// shareCounter counts the first limit messages a handler starts, by
+// queue, and closes done when it has seen them.
+type shareCounter struct {
+	mu    sync.Mutex
+	limit int
+	seen  int
+	by    map[string]int
+	done  chan struct{}
+}
+
+func newShareCounter(limit int) *shareCounter {
+	return &shareCounter{limit: limit, by: map[string]int{}, done: make(chan struct{})}
+}
+
+func (c *shareCounter) handle(ctx context.Context, m *Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen < c.limit {
+		c.seen++
+		c.by[m.QueueName()]++
+		if c.seen == c.limit {
+			close(c.done)
+		}
+	}
+	return nil
+}
+
+func (c *shareCounter) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.by {
+		out[k] = v
+	}
+	return out
+}
+
+// Weighted: while every queue has due work, each gets its weight's share
+// of the claims (within 10% of it over 10,000), and a queue without work
+// leaves its share to the others in proportion to their weights.
+func TestMultiWorkerWeightedShares(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	crit, def, low := newQueue(t, c, "critical"), newQueue(t, c, "default"), newQueue(t, c, "low")
+	const claims = 10_000
+	// Enough that no queue runs dry within the counted claims.
+	fill(t, crit, "c", claims)
+	fill(t, def, "d", claims)
+	fill(t, low, "l", claims)
+
+	check := func(name string, got map[string]int, want map[string]float64, n int) {
+		t.Helper()
+		t.Logf("%s: %v of %d", name, got, n)
+		for q, share := range want {
+			exp := share * float64(n)
+			require.InDelta(t, exp, float64(got[q]), exp*0.10, "%s: queue %q got %d of %d claims, want %.0f±10%%", name, q, got[q], n, exp)
+		}
+	}
+
+	// run runs a worker over the three queues until it has handled n.
+	run := func(n int) map[string]int {
+		sc := newShareCounter(n)
+		w := NewMultiWorker(sc.handle, WorkerOptions{Concurrency: 8, NoRecurring: true},
+			WorkerQueue{Queue: crit, Weight: 6}, WorkerQueue{Queue: def, Weight: 3}, WorkerQueue{Queue: low, Weight: 1})
+		runWorker(t, w)
+		select {
+		case <-sc.done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("only %v handled", sc.counts())
+		}
+		shutdown(t, w)
+		return sc.counts()
+	}
+	check("all busy", run(claims), map[string]float64{"critical": 0.6, "default": 0.3, "low": 0.1}, claims)
+
+	// The critical queue idle: default and low share 3:1.
+	_, err := crit.Purge(context.Background(), StateScheduled)
+	require.NoError(t, err)
+	const rest = 2000
+	check("critical idle", run(rest), map[string]float64{"critical": 0, "default": 0.75, "low": 0.25}, rest)
+	audit(t, crit)
+	audit(t, def)
+	audit(t, low)
+}
+
+// shutdown stops w within 10 s.
+func shutdown(t *testing.T, w *Worker) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, w.Shutdown(ctx))
+}
+
+// Strict priority: no item of a lower queue is claimed while a queue
+// above it has due work, neither from a backlog nor when the higher
+// queue's work arrives while the lower one's runs.
+func TestMultiWorkerStrictPriority(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	ctx := context.Background()
+	high, mid, low := newQueue(t, c, "high"), newQueue(t, c, "mid"), newQueue(t, c, "low")
+	const n = 300
+	fill(t, low, "l", n)
+	fill(t, mid, "m", n)
+	fill(t, high, "h", n)
+
+	var mu sync.Mutex
+	var got []*Message
+	slow := atomic.Bool{}
+	h := func(ctx context.Context, m *Message) error {
+		mu.Lock()
+		got = append(got, m)
+		mu.Unlock()
+		if slow.Load() {
+			time.Sleep(2 * time.Millisecond)
+		}
+		return nil
+	}
+	w := NewMultiWorker(h, WorkerOptions{Concurrency: 6, StrictPriority: true, NoRecurring: true},
+		WorkerQueue{Queue: high}, WorkerQueue{Queue: mid}, WorkerQueue{Queue: low})
+	runWorker(t, w)
+	eventually(t, time.Minute, "the backlog handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3*n })
+
+	// Every claim of a lower queue came after the last of the queues above.
+	rank := func(m *Message) int { return strings.Index("hml", m.ID[:1]) }
+	mu.Lock()
+	last := [3]time.Time{}
+	for _, m := range got {
+		r := rank(m)
+		last[r] = maxTime(last[r], m.ClaimedAt)
+	}
+	for _, m := range got {
+		for above := range rank(m) {
+			require.False(t, m.ClaimedAt.Before(last[above]), "%s claimed at %v, before the last %q claim at %v", m.ID, m.ClaimedAt, "hml"[above:above+1], last[above])
+		}
+	}
+	got = nil
+	mu.Unlock()
+
+	// Work for the top queue arriving while the bottom one's runs: once
+	// it is due (and the worker had a moment to hear of it), the bottom
+	// queue gets no claim until the top queue is drained.
+	slow.Store(true)
+	fill(t, low, "L", 2000)
+	eventually(t, time.Minute, "low items running", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 50 })
+	fill(t, high, "H", 200)
+	eventually(t, time.Minute, "high items handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		k := 0
+		for _, m := range got {
+			if m.ID[0] == 'H' {
+				k++
+			}
+		}
+		return k == 200
+	})
+	mu.Lock()
+	var firstH, lastH time.Time
+	for _, m := range got {
+		if m.ID[0] == 'H' {
+			if firstH.IsZero() || m.ClaimedAt.Before(firstH) {
+				firstH = m.ClaimedAt
+			}
+			lastH = maxTime(lastH, m.ClaimedAt)
+		}
+	}
+	// Claims of the bottom queue that had started before the top queue's
+	// waiter heard of its work may end after firstH; none starts later.
+	const hear = time.Second
+	between := 0
+	for _, m := range got {
+		if m.ID[0] == 'L' && m.ClaimedAt.After(firstH.Add(hear)) && m.ClaimedAt.Before(lastH) {
+			between++
+		}
+	}
+	mu.Unlock()
+	require.Zero(t, between, "low claims while high had due work (high claimed %v..%v)", firstH, lastH)
+	shutdown(t, w)
+	_, err := low.Purge(ctx, StateScheduled)
+	require.NoError(t, err)
+	audit(t, high)
+	audit(t, low)
+}
+
+// An idle Worker over k queues sends no more commands than k idle Workers
+// over one queue each, measured side by side over 10 s: a blocking wait
+// per queue and its claim per wake cap, and the heartbeats.
+func TestMultiWorkerIdleCommands(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t)
+	const k, wakeCap = 3, time.Second
+	multiC, singleC := s.client(t), s.client(t)
+	multiH, singleH := &countHook{}, &countHook{}
+	multiC.AddHook(multiH)
+	singleC.AddHook(singleH)
+	var wqs []WorkerQueue
+	var singles []*Worker
+	for i := range k {
+		wqs = append(wqs, WorkerQueue{Queue: newQueue(t, multiC, "multi"+strconv.Itoa(i), WithWakeCap(wakeCap))})
+		singles = append(singles, NewWorker(newQueue(t, singleC, "single"+strconv.Itoa(i), WithWakeCap(wakeCap)), func(context.Context, *Message) error { return nil }, WorkerOptions{NoRecurring: true}))
+	}
+	multi := NewMultiWorker(func(context.Context, *Message) error { return nil }, WorkerOptions{NoRecurring: true}, wqs...)
+	runWorker(t, multi)
+	for _, w := range singles {
+		runWorker(t, w)
+	}
+	eventually(t, 10*time.Second, "every queue waited on", func() bool { return multiH.bzpopmin.Load() >= k && singleH.bzpopmin.Load() >= k })
+	time.Sleep(wakeCap) // past the start's claims
+	m0, s0, mbz0 := multiH.total.Load(), singleH.total.Load(), multiH.bzpopmin.Load()
+	const idle = 10 * time.Second
+	time.Sleep(idle)
+	m, sg, mbz := multiH.total.Load()-m0, singleH.total.Load()-s0, multiH.bzpopmin.Load()-mbz0
+	t.Logf("idle %v over %d queues: multi-queue worker %d commands (%d BZPOPMIN), %d single-queue workers %d", idle, k, m, mbz, k, sg)
+	// A wait's end and the next can fall on either side of the window.
+	require.LessOrEqual(t, m, sg+2*k, "the multi-queue worker costs more than one idle worker per queue")
+	require.LessOrEqual(t, mbz, int64(k)*(int64(idle/wakeCap)+2), "more than one wait per queue per wake cap")
+	require.Positive(t, mbz, "the multi-queue worker should be blocking")
+}
+
+// inversion is how long the handled items' due order was broken: the
+// most that an item was due before one handled ahead of it.
+func inversion(ms []*Message) time.Duration {
+	var front time.Time
+	var worst time.Duration
+	for _, m := range ms {
+		worst = max(worst, front.Sub(m.Due))
+		front = maxTime(front, m.Due)
+	}
+	return worst
+}
+
+// A Worker over a Partitioned queue handles every item once, never early,
+// and merges the partitions in due order as concurrent Partitioned.Take
+// callers do: measured side by side on the same load, where one partition
+// holds most of the items and the handlers fall behind (a worker per
+// partition, its handlers split, breaks due order by hundreds of ms here).
+func TestMultiWorkerPartitioned(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	ctx := context.Background()
+	const n, handlers, work = 600, 3, 2 * time.Millisecond
+	load := func(name string) *Partitioned {
+		p := newPartitioned(t, c, name, 3)
+		items := make([]EnqueueItem, n)
+		for i := range items {
+			part := 0 // two thirds of the items
+			if i%3 == 0 {
+				part = 1 + i%2
+			}
+			items[i] = EnqueueItem{ID: partKeyFor(p, "i"+strconv.Itoa(i)+"-", part), After: time.Duration(i/2) * time.Millisecond}
+		}
+		_, err := p.EnqueueMany(ctx, items)
+		require.NoError(t, err)
+		return p
+	}
+
+	// Partitioned.Take, one caller per handler.
+	p := load("bytake")
+	var mu sync.Mutex
+	var byTake []*Message
+	var wg sync.WaitGroup
+	takeCtx, stop := context.WithCancel(ctx)
+	for range handlers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := p.Take(takeCtx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				byTake = append(byTake, m)
+				if len(byTake) == n {
+					stop()
+				}
+				mu.Unlock()
+				time.Sleep(work)
+				if err := m.Ack(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	stop()
+
+	// The worker.
+	p = load("byworker")
+	var got []*Message
+	counts := map[string]int{}
+	h := func(ctx context.Context, m *Message) error {
+		mu.Lock()
+		got = append(got, m)
+		counts[m.ID]++
+		mu.Unlock()
+		time.Sleep(work)
+		return nil
+	}
+	w := NewMultiWorker(h, WorkerOptions{Concurrency: handlers, NoRecurring: true}, WorkerQueue{Partitioned: p})
+	runWorker(t, w)
+	eventually(t, time.Minute, "every item handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= n })
+	shutdown(t, w)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, n, "handled more than once")
+	for _, m := range got {
+		require.Equal(t, 1, counts[m.ID], "%s", m.ID)
+		require.False(t, m.ClaimedAt.Before(m.Due), "%s claimed at %v, due %v", m.ID, m.ClaimedAt, m.Due)
+	}
+	inv, takeInv := inversion(got), inversion(byTake)
+	t.Logf("due order broken by at most %v (Partitioned.Take: %v)", inv, takeInv)
+	// Within Take's, but for scheduling noise between the two runs.
+	require.LessOrEqual(t, inv, takeInv+100*time.Millisecond)
+	auditP(t, p)
+	st, err := p.Stats(ctx)
+	require.NoError(t, err)
+	require.Zero(t, st.Scheduled+st.InFlight, "left: %+v", st)
+}
+
+// A Worker over an ordinary and a Partitioned queue takes from both, each
+// item once; closing either queue ends Run with ErrClosed.
+func TestMultiWorkerMixedAndClosed(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "plain")
+	p := newPartitioned(t, c, "parts", 2)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	h := func(ctx context.Context, m *Message) error {
+		mu.Lock()
+		counts[m.ID]++
+		mu.Unlock()
+		return nil
+	}
+	w := NewMultiWorker(h, WorkerOptions{Concurrency: 3, NoRecurring: true},
+		WorkerQueue{Queue: q, Weight: 2}, WorkerQueue{Partitioned: p})
+	res := runWorker(t, w)
+	const n = 200
+	for i := range n {
+		_, err := q.EnqueueAfter(ctx, "q"+strconv.Itoa(i), nil, time.Duration(i%20)*5*time.Millisecond)
+		require.NoError(t, err)
+		_, err = p.EnqueueAfter(ctx, "p"+strconv.Itoa(i), nil, time.Duration(i%20)*5*time.Millisecond)
+		require.NoError(t, err)
+	}
+	eventually(t, time.Minute, "every item handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(counts) == 2*n })
+	// Each once: nothing more comes.
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	for id, k := range counts {
+		require.Equal(t, 1, k, "%s", id)
+	}
+	mu.Unlock()
+	audit(t, q)
+	auditP(t, p)
+
+	require.NoError(t, p.Close())
+	select {
+	case err := <-res:
+		require.ErrorIs(t, err, ErrClosed)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after a queue was closed")
+	}
+}
+
+// With every handler busy on a slow queue, an item of another queue
+// waits in Redis, not leased; it runs when a handler is free.
+func TestMultiWorkerLeasesOnlyForIdleHandlers(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	ctx := context.Background()
+	a, b := newQueue(t, c, "a"), newQueue(t, c, "b")
+	release := make(chan struct{})
+	var started atomic.Int32
+	h := func(ctx context.Context, m *Message) error {
+		started.Add(1)
+		if m.QueueName() == "a" {
+			<-release
+		}
+		return nil
+	}
+	w := NewMultiWorker(h, WorkerOptions{Concurrency: 2, NoRecurring: true}, WorkerQueue{Queue: a}, WorkerQueue{Queue: b})
+	runWorker(t, w)
+	fill(t, a, "a", 2)
+	eventually(t, 10*time.Second, "both handlers busy", func() bool { return started.Load() == 2 })
+	fill(t, b, "b", 1)
+	time.Sleep(300 * time.Millisecond)
+	st, err := b.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), st.InFlight, "leased with no handler free")
+	require.Equal(t, int64(1), st.DueBacklog)
+	close(release)
+	eventually(t, 10*time.Second, "b's item handled", func() bool { return started.Load() == 3 })
+}
+
+func TestNewMultiWorkerPanics(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q, q2 := newQueue(t, c, "x"), newQueue(t, c, "y")
+	p := newPartitioned(t, c, "pp", 2)
+	h := func(context.Context, *Message) error { return nil }
+	for name, f := range map[string]func(){
+		"no queues": func() { NewMultiWorker(h, WorkerOptions{}) },
+		"neither":   func() { NewMultiWorker(h, WorkerOptions{}, WorkerQueue{Queue: q}, WorkerQueue{}) },
+		"both":      func() { NewMultiWorker(h, WorkerOptions{}, WorkerQueue{Queue: q, Partitioned: p}) },
+		"negative":  func() { NewMultiWorker(h, WorkerOptions{}, WorkerQueue{Queue: q}, WorkerQueue{Queue: q2, Weight: -1}) },
+		"twice":     func() { NewMultiWorker(h, WorkerOptions{}, WorkerQueue{Queue: q}, WorkerQueue{Queue: q}) },
+		"partition too": func() {
+			NewMultiWorker(h, WorkerOptions{}, WorkerQueue{Partitioned: p}, WorkerQueue{Queue: p.Partition(0)})
+		},
+		"nil handler": func() { NewMultiWorker(nil, WorkerOptions{}, WorkerQueue{Queue: q}, WorkerQueue{Queue: q2}) },
+	} {
+		func() {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, name)
+				require.Contains(t, r, "redisq:", name)
+			}()
+			f()
+		}()
+	}
+	// A single ordinary queue is NewWorker's worker.
+	w := NewMultiWorker(h, WorkerOptions{}, WorkerQueue{Queue: q})
+	require.False(t, w.multi())
+}

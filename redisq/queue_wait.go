@@ -1,0 +1,146 @@
+package redisq
+
+import (
+	"context"
+	"time"
+)
+
+// The taking side split in two, for a Worker over several queues (see
+// worker_sources.go): waitWork waits until a queue may have due work and
+// leases nothing, and claimDue leases what is due without waiting. Take
+// does both in one loop (takeBatch); a multi-queue Worker must choose which
+// queue gets an idle handler before it leases anything.
+
+// enterTake registers a taking call, as takeBatch does, so that Close
+// waits for it; the returned ctx ends with cause ErrClosed when the Queue
+// is closed. leave undoes it.
+func (q *Queue) enterTake(ctx context.Context) (c context.Context, leave func(), err error) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	q.active.Add(1)
+	q.mu.Unlock()
+	c, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(q.closeCtx, func() { cancel(ErrClosed) })
+	return c, func() { stop(); cancel(nil); q.active.Done() }, nil
+}
+
+// claimDue leases up to n (1..MaxBatch) due items without waiting for any,
+// running claims back to back while items are due (as takeBatch does). more
+// reports that items are due beyond these (or were left behind by a full
+// reclaim batch): claim again.
+func (q *Queue) claimDue(ctx context.Context, n int) (ms []*Message, more bool, err error) {
+	ctx, leave, err := q.enterTake(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer leave()
+	ms, next, err := q.claim(ctx, n, nil)
+	for err == nil && len(ms) > 0 && len(ms) < n && next == 0 && ctx.Err() == nil {
+		var again []*Message
+		again, next, err = q.claim(ctx, n-len(ms), nil)
+		if err != nil || len(again) == 0 {
+			// What was leased is returned; a failure shows at the next claim.
+			next, err = 0, nil
+			break
+		}
+		ms = append(ms, again...)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return ms, false, err
+	}
+	return ms, next == 0, nil
+}
+
+// waitWork blocks until this Queue may have due work, leasing nothing, and
+// returns. It returns when items are due (found by a claim of no item,
+// which also reclaims expired leases, when peek is set: the caller's last
+// claim did not just look), when the wake marker rang, when the known due
+// time this Queue owns the timer for has come, or after the wake cap. owe
+// reports that the wait consumed a wake-up or a due time that some
+// consumer must act on: the caller claims at once, or passes it on with
+// passWake. It returns ctx's cause, ErrClosed after Close, or a Redis error.
+func (q *Queue) waitWork(ctx context.Context, peek bool) (owe bool, err error) {
+	ctx, leave, err := q.enterTake(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer leave()
+	for {
+		if at, mine := q.timerWait(); mine {
+			var popped bool
+			if d := time.Until(at); d <= localWaitMax {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
+			} else {
+				popped, err = q.block(ctx, d, true)
+			}
+			if ctx.Err() != nil {
+				q.timerWaitDone(at, true) // the watch acts at the deadline instead
+				q.passWakeIf(popped)
+				return false, context.Cause(ctx)
+			}
+			q.timerWaitDone(at, false)
+			if err != nil && migrating(err) {
+				q.pauseForMigration(ctx)
+				err = nil
+			}
+			if err != nil {
+				q.passWakeIf(popped)
+				return false, err
+			}
+			return true, nil
+		}
+		if peek {
+			_, next, err := q.claim(ctx, 0, nil)
+			if err != nil {
+				if ctx.Err() != nil {
+					err = context.Cause(ctx)
+				}
+				return false, err
+			}
+			if next == 0 {
+				return false, nil
+			}
+			peek = false
+			continue // the claim may have given this Queue the timer
+		}
+		popped, err := q.block(ctx, q.opt.wakeCap, false)
+		if err != nil && migrating(err) {
+			q.pauseForMigration(ctx)
+			err = nil
+		}
+		if ctx.Err() != nil || err != nil {
+			q.passWakeIf(popped)
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+			return false, err
+		}
+		return popped, nil
+	}
+}
+
+// passWakeIf passes a consumed wake-up on to another waiter, in any
+// process (as a Take leaving without a claim does).
+func (q *Queue) passWakeIf(popped bool) {
+	if popped {
+		q.passWake()
+	}
+}
+
+// passWake rings the wake marker for another waiter.
+func (q *Queue) passWake() {
+	c, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = q.db.RingWake(c)
+}
