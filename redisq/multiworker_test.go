@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dq-go/delayqueue/redisq/redistest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -454,4 +455,66 @@ func TestNewMultiWorkerPanics(t *testing.T) {
 	// A single ordinary queue is NewWorker's worker.
 	w := NewMultiWorker(h, WorkerOptions{}, WorkerQueue{Queue: q})
 	require.False(t, w.multi())
+}
+
+// On a Cluster of three masters: a worker over two ordinary queues and a
+// Partitioned one (a partition per master) handles every item once and
+// never early, while one queue's slot moves to another master.
+func TestMultiWorkerCluster(t *testing.T) {
+	noLeaks(t)
+	c := redistest.NewClusterWith(t, redistest.ClusterOptions{Masters: 3})
+	cc := clusterClient(t, c)
+	ctx := context.Background()
+	a, b := newQueue(t, cc, "ca"), newQueue(t, cc, "cb")
+	p := newPartitioned(t, cc, "cp", 3)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var early []string
+	h := func(ctx context.Context, m *Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		counts[m.ID]++
+		if m.ClaimedAt.Before(m.Due) {
+			early = append(early, m.ID)
+		}
+		return nil
+	}
+	w := NewMultiWorker(h, WorkerOptions{Concurrency: 4, NoRecurring: true},
+		WorkerQueue{Queue: a, Weight: 3}, WorkerQueue{Queue: b}, WorkerQueue{Partitioned: p, Weight: 2})
+	runWorker(t, w)
+	const n = 150
+	enqueue := func(from, to int) {
+		for i := from; i < to; i++ {
+			d := time.Duration(i%30) * 10 * time.Millisecond
+			for _, e := range []func() (time.Time, error){
+				func() (time.Time, error) { return a.EnqueueAfter(ctx, "a"+strconv.Itoa(i), nil, d) },
+				func() (time.Time, error) { return b.EnqueueAfter(ctx, "b"+strconv.Itoa(i), nil, d) },
+				func() (time.Time, error) { return p.EnqueueAfter(ctx, "p"+strconv.Itoa(i), nil, d) },
+			} {
+				_, err := e()
+				require.NoError(t, err)
+			}
+		}
+	}
+	enqueue(0, n/2)
+	src, err := c.MasterOf(ctx, a.db.Keys.Sched)
+	require.NoError(t, err)
+	for _, s := range c.Servers[:3] {
+		if s != src {
+			migrateSlot(t, c, a.db.Keys.Sched, s)
+			break
+		}
+	}
+	enqueue(n/2, n)
+	eventually(t, time.Minute, "every item handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(counts) == 3*n })
+	time.Sleep(200 * time.Millisecond) // nothing more comes
+	mu.Lock()
+	for id, k := range counts {
+		require.Equal(t, 1, k, "%s", id)
+	}
+	require.Empty(t, early, "claimed before they were due")
+	mu.Unlock()
+	audit(t, a)
+	audit(t, b)
+	auditP(t, p)
 }
