@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq/internal/rdb"
@@ -188,7 +189,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 	failing := make([]bool, len(w.beatQs))
 	started := make([]int64, len(w.beatQs)) // the first beat's Redis time, per queue
 	for beats := 0; ; beats++ {
-		for i, q := range w.beatQs {
+		eachQueue(w.beatQs, func(i int, q *Queue) {
 			ctx, cancel := context.WithTimeout(w.base, min(w.beatEvery, settleTimeout))
 			running, held, ls := w.snapshot(q)
 			enc, more := encodeLeases(ls, maxBeatLeaseBytes)
@@ -211,18 +212,33 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 			default:
 				failing[i] = false
 			}
-		}
+		})
 		select {
 		case <-t.C:
 		case <-stop:
-			for _, q := range w.beatQs {
+			eachQueue(w.beatQs, func(_ int, q *Queue) {
 				ctx, cancel := context.WithTimeout(w.base, settleTimeout)
 				_ = q.db.Bye(ctx, w.id)
 				cancel()
-			}
+			})
 			return
 		}
 	}
+}
+
+// eachQueue runs f for each of qs, concurrently when there are several,
+// so that one slow server does not hold up the others' calls.
+func eachQueue(qs []*Queue, f func(i int, q *Queue)) {
+	if len(qs) == 1 {
+		f(0, qs[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(i, q) }()
+	}
+	wg.Wait()
 }
 
 // snapshot returns the running handlers' messages of q, oldest claim

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq/redistest"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -517,4 +519,76 @@ func TestMultiWorkerCluster(t *testing.T) {
 	audit(t, a)
 	audit(t, b)
 	auditP(t, p)
+}
+
+// A Partitioned queue among other queues: an item enqueued into it while
+// the worker is idle is claimed at once, not at the wake cap (its
+// partitions' own waits in Partitioned's taker and the worker's waiter
+// share the marker: the wake-up must reach the taker).
+func TestMultiWorkerMixedPartitionedWakes(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	ctx := context.Background()
+	const wakeCap = 20 * time.Second
+	q := newQueue(t, c, "plain", WithWakeCap(wakeCap))
+	p := newPartitioned(t, c, "parts", 2, WithWakeCap(wakeCap))
+	var mu sync.Mutex
+	var late []time.Duration
+	h := func(ctx context.Context, m *Message) error {
+		mu.Lock()
+		late = append(late, m.ClaimedAt.Sub(m.Due))
+		mu.Unlock()
+		return nil
+	}
+	w := NewMultiWorker(h, WorkerOptions{Concurrency: 3, NoRecurring: true},
+		WorkerQueue{Queue: q}, WorkerQueue{Partitioned: p})
+	runWorker(t, w)
+	const n = 20
+	for i := range n {
+		_, err := p.EnqueueAfter(ctx, "p"+strconv.Itoa(i), nil, 0)
+		require.NoError(t, err)
+		time.Sleep(time.Duration(50+(i*37)%300) * time.Millisecond)
+	}
+	eventually(t, time.Minute, "every item handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(late) == n })
+	mu.Lock()
+	defer mu.Unlock()
+	worst := slices.Max(late)
+	t.Logf("claimed at most %v after due", worst)
+	require.Less(t, worst, 2*time.Second, "an item waited for a wake cap (%v)", wakeCap)
+}
+
+// A queue whose server is down does not take the handlers from the
+// others: its taker pauses between failed claims without holding any.
+func TestMultiWorkerQueueDown(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run("strict="+strconv.FormatBool(strict), func(t *testing.T) {
+			noLeaks(t)
+			s1, s2 := startRedis(t, "--appendfsync", "everysec"), startRedis(t, "--appendfsync", "everysec")
+			c1 := s1.client(t, func(o *redis.Options) { o.MaxRetries = -1; o.DialTimeout = 100 * time.Millisecond })
+			c2 := s2.client(t)
+			a, b := newQueue(t, c1, "a"), newQueue(t, c2, "b")
+			var done atomic.Int32
+			h := func(ctx context.Context, m *Message) error {
+				time.Sleep(5 * time.Millisecond)
+				done.Add(1)
+				return nil
+			}
+			w := NewMultiWorker(h, WorkerOptions{Concurrency: 4, NoRecurring: true, StrictPriority: strict, Heartbeat: -1},
+				WorkerQueue{Queue: a, Weight: 3}, WorkerQueue{Queue: b, Weight: 1})
+			fill(t, a, "a", 5000)
+			runWorker(t, w)
+			eventually(t, 10*time.Second, "a's items running", func() bool { return done.Load() > 20 })
+			s1.kill()
+			time.Sleep(300 * time.Millisecond)
+			done.Store(0)
+			const n = 200
+			fill(t, b, "b", n)
+			start := time.Now()
+			// 4 handlers of 5 ms: about 0.25 s; one that a dead queue held
+			// would take minutes.
+			eventually(t, 20*time.Second, "b's items handled while a is down", func() bool { return done.Load() >= n })
+			t.Logf("b's %d items in %v with a down", n, time.Since(start))
+		})
+	}
 }

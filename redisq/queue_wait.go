@@ -73,16 +73,21 @@ func (q *Queue) waitWork(ctx context.Context, peek bool) (owe bool, err error) {
 	defer leave()
 	for {
 		if at, mine := q.timerWait(); mine {
+			// As takeBatch: the due time, or the wake cap if it comes first.
+			wait, timed := q.opt.wakeCap, false
+			if d := time.Until(at); d < wait {
+				wait, timed = d, true
+			}
 			var popped bool
-			if d := time.Until(at); d <= localWaitMax {
-				t := time.NewTimer(d)
+			if timed && wait <= localWaitMax {
+				t := time.NewTimer(wait)
 				select {
 				case <-t.C:
 				case <-ctx.Done():
 					t.Stop()
 				}
 			} else {
-				popped, err = q.block(ctx, d, true)
+				popped, err = q.block(ctx, wait, timed)
 			}
 			if ctx.Err() != nil {
 				q.timerWaitDone(at, true) // the watch acts at the deadline instead
@@ -98,7 +103,7 @@ func (q *Queue) waitWork(ctx context.Context, peek bool) (owe bool, err error) {
 				q.passWakeIf(popped)
 				return false, err
 			}
-			return true, nil
+			return timed || popped, nil
 		}
 		if peek {
 			_, next, err := q.claim(ctx, 0, nil)

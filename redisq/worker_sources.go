@@ -52,8 +52,17 @@ type source struct {
 	name   string
 
 	ready bool // due work may wait: the taker claims when granted handlers
-	got   int  // handlers granted to the taker and not yet claimed for
-	cur   int  // smooth weighted round robin's current weight
+	// pausing: the taker's claim failed and it waits before the next; no
+	// handler is granted to it meanwhile.
+	pausing bool
+	// failing: the last claim failed; the taker gets one handler at a
+	// time (a probe) until a claim succeeds.
+	failing bool
+	got     int // handlers granted to the taker and not yet claimed for
+	cur     int // smooth weighted round robin's current weight
+	// owed counts wake-ups that the waiters consumed for the taker's next
+	// claim: passed on to another consumer if no claim comes.
+	owed int
 	// notReady is closed when ready turns false; the waiters wait on it
 	// while the queue is ready.
 	notReady chan struct{}
@@ -221,7 +230,7 @@ func (w *Worker) pickLocked() *source {
 	var best *source
 	total := 0
 	for _, s := range w.srcs {
-		if !s.ready {
+		if !s.ready || s.pausing || s.failing && s.got > 0 {
 			continue
 		}
 		if w.strict {
@@ -246,7 +255,7 @@ func (w *Worker) higherReadyLocked(s *source) bool {
 		if o == s {
 			return false
 		}
-		if o.ready {
+		if o.ready && !o.pausing && !o.failing {
 			return true
 		}
 	}
@@ -282,6 +291,13 @@ func (w *Worker) awaitGrant(s *source) (int, bool) {
 				w.free += s.got
 				s.got = 0
 				w.grantLocked()
+				if s.owed > 0 {
+					// No claim comes for them now: another consumer acts.
+					s.owed = 0
+					w.gmu.Unlock()
+					s.waits[0].passWake()
+					continue
+				}
 			} else {
 				k := min(s.got, MaxBatch)
 				s.got -= k
@@ -301,6 +317,16 @@ func (w *Worker) awaitGrant(s *source) (int, bool) {
 // takeFor is s's taker: it claims for the handlers granted to s and
 // dispatches what it leased, until the worker stops taking.
 func (w *Worker) takeFor(s *source) {
+	defer func() {
+		// Wake-ups consumed for a claim that will not come now.
+		w.gmu.Lock()
+		owed := s.owed
+		s.owed = 0
+		w.gmu.Unlock()
+		if owed > 0 {
+			s.waits[0].passWake()
+		}
+	}()
 	fails := 0
 	for {
 		k, ok := w.awaitGrant(s)
@@ -324,14 +350,32 @@ func (w *Worker) takeFor(s *source) {
 			more = len(ms) == k || s.p.tk.heldLen() > 0
 		}
 		w.deliver(ms)
+		failed := err != nil && w.takeCtx.Err() == nil && !errors.Is(err, ErrClosed)
 		w.gmu.Lock()
 		w.free += k - len(ms)
-		// A failed claim keeps s ready: the taker retries after a pause
-		// (its waiter would not look before the wake cap).
-		w.setReadyLocked(s, err != nil || more)
+		if err == nil {
+			s.owed = 0 // the claim acted on them
+		}
+		// A failed claim keeps s ready, since its waiters would not look
+		// before the wake cap, but pausing: its handlers go to the other
+		// queues until the taker retries.
+		w.setReadyLocked(s, failed || more)
+		s.failing = failed
+		if failed {
+			s.pausing = true
+			w.free += s.got
+			s.got = 0
+		}
 		w.grantLocked()
 		w.gmu.Unlock()
-		if !w.goOn(err, &fails, "Take", s.name) {
+		again := w.goOn(err, &fails, "Take", s.name)
+		if failed {
+			w.gmu.Lock()
+			s.pausing = false
+			w.grantLocked()
+			w.gmu.Unlock()
+		}
+		if !again {
 			return
 		}
 	}
@@ -368,9 +412,14 @@ func (w *Worker) waitFor(s *source, q *Queue) {
 		peek = s.p != nil
 		w.gmu.Lock()
 		w.setReadyLocked(s, true)
-		granted := s.got > 0
+		// A Partitioned queue's claims are its taker's, whose partition
+		// waits may sleep on the same marker: the wake-up goes to them.
+		pass := owe && (s.got == 0 || s.p != nil)
+		if owe && !pass {
+			s.owed++
+		}
 		w.gmu.Unlock()
-		if owe && !granted {
+		if pass {
 			// No handler for s now: pass the wake-up on to another
 			// consumer; the taker claims when a handler is granted.
 			q.passWake()
