@@ -592,3 +592,68 @@ func TestMultiWorkerQueueDown(t *testing.T) {
 		})
 	}
 }
+
+// The heartbeat of a worker over several queues is on each of them (each
+// partition), listing the messages of that queue that its handlers run;
+// Shutdown removes it from all.
+func TestMultiWorkerHeartbeat(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "hq")
+	p := newPartitioned(t, c, "hp", 2)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var started atomic.Int32
+	h := func(ctx context.Context, m *Message) error {
+		started.Add(1)
+		<-release
+		return nil
+	}
+	w := NewMultiWorker(h, WorkerOptions{Concurrency: 4, NoRecurring: true, Heartbeat: 50 * time.Millisecond, Name: "multi"},
+		WorkerQueue{Queue: q}, WorkerQueue{Partitioned: p})
+	res := runWorker(t, w)
+	t.Cleanup(free) // before runWorker's Shutdown, should the test fail
+	_, err := q.EnqueueAfter(ctx, "q1", nil, 0)
+	require.NoError(t, err)
+	p0, p1 := partKeyFor(p, "p", 0), partKeyFor(p, "p", 1)
+	for _, id := range []string{p0, p1} {
+		_, err := p.EnqueueAfter(ctx, id, nil, 0)
+		require.NoError(t, err)
+	}
+	eventually(t, 10*time.Second, "three handlers running", func() bool { return started.Load() == 3 })
+	// leases lists the leases of ws, the multi worker's alone, which holds
+	// the messages of every queue (nil otherwise).
+	leases := func(ws []WorkerInfo) []string {
+		var ids []string
+		for _, wi := range ws {
+			if wi.Name != "multi" || wi.Held != 3 {
+				return nil
+			}
+			for _, l := range wi.Leases {
+				ids = append(ids, l.ID)
+			}
+		}
+		return ids
+	}
+	eventually(t, 10*time.Second, "every queue's heartbeat lists its own lease", func() bool {
+		qw, err := q.Workers(ctx)
+		require.NoError(t, err)
+		w0, err := p.Partition(0).Workers(ctx)
+		require.NoError(t, err)
+		w1, err := p.Partition(1).Workers(ctx)
+		require.NoError(t, err)
+		return len(qw) == 1 && len(w0) == 1 && len(w1) == 1 &&
+			slices.Equal(leases(qw), []string{"q1"}) && slices.Equal(leases(w0), []string{p0}) && slices.Equal(leases(w1), []string{p1})
+	})
+	free()
+	shutdown(t, w)
+	require.NoError(t, <-res)
+	for _, x := range []*Queue{q, p.Partition(0), p.Partition(1)} {
+		ws, err := x.Workers(ctx)
+		require.NoError(t, err)
+		require.Empty(t, ws, "%s still lists the worker after Shutdown", x.Name())
+	}
+}
