@@ -657,3 +657,43 @@ func TestMultiWorkerHeartbeat(t *testing.T) {
 		require.Empty(t, ws, "%s still lists the worker after Shutdown", x.Name())
 	}
 }
+
+// Pausing one queue of a multi-queue worker stops its claims alone, with
+// no claim loop meanwhile; Resume wakes the worker for its items at once.
+func TestMultiWorkerPausedQueue(t *testing.T) {
+	noLeaks(t)
+	s := startRedis(t, "--appendfsync", "everysec")
+	c := s.client(t)
+	h0 := &countHook{}
+	c.AddHook(h0)
+	ctx := context.Background()
+	const wakeCap = 20 * time.Second
+	a, b := newQueue(t, c, "pa", WithWakeCap(wakeCap)), newQueue(t, c, "pb", WithWakeCap(wakeCap))
+	var mu sync.Mutex
+	got := map[string]int{}
+	h := func(ctx context.Context, m *Message) error {
+		mu.Lock()
+		got[m.QueueName()]++
+		mu.Unlock()
+		return nil
+	}
+	require.NoError(t, a.Pause(ctx))
+	w := NewMultiWorker(h, WorkerOptions{Concurrency: 2, NoRecurring: true, Heartbeat: -1}, WorkerQueue{Queue: a}, WorkerQueue{Queue: b})
+	runWorker(t, w)
+	fill(t, a, "a", 10)
+	fill(t, b, "b", 10)
+	count := func(q string) int { mu.Lock(); defer mu.Unlock(); return got[q] }
+	eventually(t, 10*time.Second, "b's items handled and acked", func() bool {
+		st, err := b.Stats(ctx)
+		require.NoError(t, err)
+		return count("pb") == 10 && st.Scheduled+st.InFlight == 0
+	})
+	ev0 := h0.eval.Load()
+	time.Sleep(time.Second)
+	require.Zero(t, count("pa"), "a paused queue's items ran")
+	require.LessOrEqual(t, h0.eval.Load()-ev0, int64(4), "scripts sent while one queue is paused and the other idle")
+	start := time.Now()
+	require.NoError(t, a.Resume(ctx))
+	eventually(t, 10*time.Second, "a's items handled after Resume", func() bool { return count("pa") == 10 })
+	require.Less(t, time.Since(start), wakeCap/2, "Resume did not wake the worker")
+}
