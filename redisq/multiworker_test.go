@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -696,4 +697,42 @@ func TestMultiWorkerPausedQueue(t *testing.T) {
 	require.NoError(t, a.Resume(ctx))
 	eventually(t, 10*time.Second, "a's items handled after Resume", func() bool { return count("pa") == 10 })
 	require.Less(t, time.Since(start), wakeCap/2, "Resume did not wake the worker")
+}
+
+// Each queue's acks go apart: with one queue's server stopped (SIGSTOP),
+// the acks of the other queue's messages are not held up behind its
+// timing-out ones.
+func TestMultiWorkerAcksPerQueue(t *testing.T) {
+	noLeaks(t)
+	s1, s2 := startRedis(t, "--appendfsync", "everysec"), startRedis(t, "--appendfsync", "everysec")
+	c1 := s1.client(t, func(o *redis.Options) { o.MaxRetries = -1; o.ReadTimeout = 3 * time.Second })
+	c2 := s2.client(t)
+	ctx := context.Background()
+	a, b := newQueue(t, c1, "a"), newQueue(t, c2, "b")
+	var done atomic.Int32
+	h := func(ctx context.Context, m *Message) error {
+		time.Sleep(2 * time.Millisecond)
+		done.Add(1)
+		return nil
+	}
+	w := NewMultiWorker(h, WorkerOptions{Concurrency: 4, NoRecurring: true, Heartbeat: -1},
+		WorkerQueue{Queue: a}, WorkerQueue{Queue: b})
+	fill(t, a, "a", 20000)
+	runWorker(t, w)
+	eventually(t, 10*time.Second, "a's items running", func() bool { return done.Load() > 50 })
+	s1.signal(syscall.SIGSTOP)
+	fill(t, b, "b", 200)
+	start := time.Now()
+	eventually(t, 30*time.Second, "b's items acked", func() bool {
+		st, err := b.Stats(ctx)
+		require.NoError(t, err)
+		return st.Scheduled+st.InFlight == 0
+	})
+	took := time.Since(start)
+	t.Logf("b's 200 items handled and acked in %v with a's server stopped", took)
+	// a's claim under way when the server stopped holds its handlers for
+	// one read timeout (3 s); b's acks must not wait for a's acks' retries
+	// (three read timeouts each) on top.
+	require.Less(t, took, 6500*time.Millisecond)
+	s1.signal(syscall.SIGCONT)
 }

@@ -132,7 +132,11 @@ type Worker struct {
 	// acks sends the finished messages' acks together (AckMany), held
 	// while the taking goroutine is between claims, so that its next claim
 	// carries one (AckTake).
-	acks      *groupCommit[*Message]
+	acks *groupCommit[*Message]
+	// queueAcks are a worker over several queues' acks, one groupCommit
+	// per Redis queue (NewMultiWorker), so that a queue whose server is
+	// slow or down does not hold up the others' acks; nil over one Queue.
+	queueAcks map[*Queue]*groupCommit[*Message]
 	done      chan struct{} // closed when Run has returned (or will, without starting)
 	ended     chan struct{} // closed when Run's goroutines have returned
 	quiet     chan struct{} // closed when nothing is taken nor held any more
@@ -237,11 +241,16 @@ func newWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 	for range n {
 		w.idle <- struct{}{}
 	}
-	w.acks = &groupCommit[*Message]{send: func(_ context.Context, ms []*Message) {
+	w.acks = w.newAcks()
+	return w
+}
+
+// newAcks returns a groupCommit sending acks with w.ack.
+func (w *Worker) newAcks() *groupCommit[*Message] {
+	return &groupCommit[*Message]{send: func(_ context.Context, ms []*Message) {
 		w.ack(ms)
 		w.unhold(len(ms))
 	}}
-	return w
 }
 
 // Run runs the worker until its ctx ends, Shutdown is called or the Queue
@@ -323,6 +332,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(w.jobs)
 	wg.Wait()
 	w.acks.flush()
+	for _, g := range w.queueAcks {
+		g.flush()
+	}
 	close(beatStop)
 	<-beaten
 	close(w.ended)

@@ -294,7 +294,13 @@ func (w *Worker) tick(s *lane) {
 // queueAck hands a finished message to be acked: by the next claim's
 // script when the taking goroutine is about to claim (it waits for this
 // handler to be idle), else together with the others waiting, now.
-func (w *Worker) queueAck(m *Message) { w.acks.add(m) }
+func (w *Worker) queueAck(m *Message) {
+	if g := w.queueAcks[m.q]; g != nil {
+		g.add(m)
+		return
+	}
+	w.acks.add(m)
+}
 
 // ackByQueue acks ms, each on its own Queue (one AckMany per Queue, or an
 // Ack for one message), setting errs[i] to ms[i]'s outcome.

@@ -91,8 +91,9 @@ const partTakeWait = 20 * time.Millisecond
 // opts.NoRecurring), writes its heartbeat to each queue (each partition),
 // and acks each message on its own queue. Unlike a Worker over one Queue,
 // a worker over several does not ack in its next claim's script: each ack
-// is a round trip of its own, combined with the others that finish
-// meanwhile.
+// is a round trip of its own, combined with the others of its queue that
+// finish meanwhile (each queue's acks apart, so that a slow server holds
+// up only its own).
 //
 // It panics on a nil h, no queues, a WorkerQueue with neither or both of
 // Queue and Partitioned, a negative Weight, a queue given twice, or a
@@ -140,7 +141,11 @@ func NewMultiWorker(h Handler, opts WorkerOptions, queues ...WorkerQueue) *Worke
 	w.srcs = srcs
 	w.strict = opts.StrictPriority
 	w.free = w.n
+	w.queueAcks = map[*Queue]*groupCommit[*Message]{}
 	for _, s := range srcs {
+		for _, q := range s.waits {
+			w.queueAcks[q] = w.newAcks()
+		}
 		w.beatQs = append(w.beatQs, s.waits...)
 		if s.q != nil && w.recurring {
 			w.keepQs = append(w.keepQs, s.q)
