@@ -558,21 +558,7 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 		}
 		if wait > 0 {
 			var err error
-			if timed && wait <= localWaitMax {
-				// A short wait for a known due time: sleep locally instead
-				// of a BZPOPMIN plus the push that ends it. Each of those is
-				// a write (with appendfsync always, an fsync before the
-				// reply); a new earlier head meanwhile wakes another waiter
-				// through the marker.
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-				}
-			} else {
-				popped, err = q.block(ctx, wait, timed)
-			}
+			popped, err = q.await(ctx, wait, timed)
 			if err != nil && migrating(err) {
 				// The wait's keys are moving to another node: wake as
 				// if rung, after a pause, and let the claim (which
@@ -595,6 +581,24 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 			waitingFor, mine = time.Time{}, false
 		}
 	}
+}
+
+// await waits wait for the wake marker (block), or, for a short wait for
+// a known due time (timed), sleeps locally instead of a BZPOPMIN plus the
+// push that ends it: each of those is a write (with appendfsync always, an
+// fsync before the reply), and a new earlier head meanwhile wakes another
+// waiter through the marker. popped reports a wake-up consumed.
+func (q *Queue) await(ctx context.Context, wait time.Duration, timed bool) (popped bool, err error) {
+	if timed && wait <= localWaitMax {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return false, nil
+	}
+	return q.block(ctx, wait, timed)
 }
 
 // claim runs the claim script once for up to n items (n may be 0 to only

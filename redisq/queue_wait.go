@@ -78,17 +78,7 @@ func (q *Queue) waitWork(ctx context.Context, peek bool) (owe bool, err error) {
 			if d := time.Until(at); d < wait {
 				wait, timed = d, true
 			}
-			var popped bool
-			if timed && wait <= localWaitMax {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-				}
-			} else {
-				popped, err = q.block(ctx, wait, timed)
-			}
+			popped, err := q.await(ctx, wait, timed)
 			if ctx.Err() != nil {
 				q.timerWaitDone(at, true) // the watch acts at the deadline instead
 				q.passWakeIf(popped)
