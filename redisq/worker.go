@@ -327,6 +327,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	} else {
 		w.fetch()
 	}
+	w.mu.Lock()
+	w.phase = phaseDrained // the taking side has returned
+	w.checkQuietLocked()
+	w.mu.Unlock()
 	stopKeep()
 	kept.Wait()
 	close(w.jobs)

@@ -20,12 +20,6 @@ type dispatch struct {
 // worker that waits in Redis (in takeBatch); the handlers claim for
 // themselves only while a backlog lasts (runLane).
 func (w *Worker) fetch() {
-	defer func() {
-		w.mu.Lock()
-		w.phase = phaseDrained
-		w.checkQuietLocked()
-		w.mu.Unlock()
-	}()
 	// Between two claims, finished messages wait for the next claim to
 	// ack them (a hold); while a claim or a pause runs, they are acked at
 	// once.

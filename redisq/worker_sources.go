@@ -162,12 +162,6 @@ func (w *Worker) multi() bool { return w.srcs != nil }
 // source (or, for one Partitioned queue alone, its blocking take) and the
 // waiters, until the worker stops or a queue is closed.
 func (w *Worker) takeSources() {
-	defer func() {
-		w.mu.Lock()
-		w.phase = phaseDrained
-		w.checkQuietLocked()
-		w.mu.Unlock()
-	}()
 	if len(w.srcs) == 1 && w.srcs[0].p != nil {
 		w.takePartitioned(w.srcs[0].p)
 		return
