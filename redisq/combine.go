@@ -11,8 +11,10 @@ import (
 // commit, see groupCommit): a call made while no other is in flight is
 // sent at once, alone, by the enqueue script; calls made meanwhile wait in
 // arrival order and go together by one enqueue-many script, within the
-// bounds of one (rdb.ChunkEnds), when the round trip in flight returns.
-// The order of a batch is the order of arrival: FIFO among equal due times
+// bounds of one (rdb.ChunkEnds), when the round trip in flight returns,
+// or at once when enqueueSpread of them wait (up to enqueueSpread round
+// trips in flight), so that many producers are not bound by the latency of
+// one round trip at a time. The order of a batch is the order of arrival: FIFO among equal due times
 // holds between calls that do not overlap, as it always has.
 
 // enqueueReq is one Enqueue call and, once sent, its outcome.
@@ -28,7 +30,8 @@ type enqueueReq struct {
 // newEnqueues returns q's enqueue combiner.
 func (q *Queue) newEnqueues() *groupCommit[*enqueueReq] {
 	return &groupCommit[*enqueueReq]{
-		send: q.runEnqueues,
+		send:   q.runEnqueues,
+		spread: enqueueSpread,
 		limit: func(rs []*enqueueReq) int {
 			return rdb.ChunkEnds(len(rs), func(k int) int { return len(rs[k].id) + len(rs[k].payload) + rs[k].job.ArgLen() })[0]
 		},
@@ -77,3 +80,8 @@ func (q *Queue) runEnqueues(ctx context.Context, batch []*enqueueReq) {
 		batch[i].due, batch[i].err = enqueued(e)
 	}
 }
+
+// enqueueSpread is the combiner's spread: with 8 producers on a quiet
+// 2-core machine, 4 was the fastest of 1 (one round trip at a time), 2, 3,
+// 4, 6 and 8 (docs/performance.md, "Enqueue round trips").
+const enqueueSpread = 4

@@ -89,8 +89,9 @@ func TestEnqueueAloneIsOneScriptCall(t *testing.T) {
 	}
 }
 
-// Calls made while a round trip is in flight are sent together, in arrival
-// order, each with its own outcome; the combiner then goes idle.
+// Calls made while a round trip is in flight (fewer than enqueueSpread, so
+// none starts a round trip of its own) are sent together, in arrival order,
+// each with its own outcome; the combiner then goes idle.
 func TestEnqueueCallsInFlightAreCombined(t *testing.T) {
 	s := startRedis(t)
 	c := s.client(t)
@@ -112,12 +113,12 @@ func TestEnqueueCallsInFlightAreCombined(t *testing.T) {
 		first <- result{due, err}
 	}()
 	<-h.sizes // the first call is in flight, alone
-	const n = 5
+	const n = enqueueSpread - 1
 	out := make([]chan result, n)
 	for i := range n {
 		out[i] = make(chan result, 1)
 		id := fmt.Sprint("w", i)
-		if i == 3 {
+		if i == 1 {
 			id = "dup"
 		}
 		go func() {
@@ -129,15 +130,15 @@ func TestEnqueueCallsInFlightAreCombined(t *testing.T) {
 	h.gate <- struct{}{} // the first call's round trip
 	r := <-first
 	require.NoError(t, r.err)
-	require.Equal(t, 13+5*n, <-h.sizes, "one enqueue-many call carries all five: EVALSHA, sha, 8 keys and their count, prefix, k, 5 per item (id, payload, when twice, the number of job fields: 0)")
+	require.Equal(t, 8+6*n, <-h.sizes, "one enqueue-many call carries all of them: EVALSHA, sha, the key count, 3 keys, prefix, k, and per item its hash key and 5 arguments (id, payload, when twice, the number of job fields: 0)")
 	close(h.gate) // this one and the test's own scripts
 	res := make([]result, n)
 	for i := range n {
 		res[i] = <-out[i]
 	}
-	require.EqualValues(t, 2, h.calls.Load(), "two round trips for six calls")
+	require.EqualValues(t, 2, h.calls.Load(), "two round trips for all calls")
 	for i, r := range res {
-		if i == 3 {
+		if i == 1 {
 			require.ErrorIs(t, r.err, ErrDuplicate)
 			continue
 		}

@@ -7,12 +7,15 @@ import (
 )
 
 // groupCommit joins calls that overlap in time into shared round trips:
-// at most maxSenders batches are in flight; what comes meanwhile waits, in
-// order, and goes in the next batch, as many as limit lets into one. A
-// lone call is sent at once, alone, so it pays what it would without
-// combining, and concurrent callers share round trips instead of queueing
-// for the server one by one. Enqueue combining, a partitioned queue's
-// acks and a Worker's acks all go through one.
+// a call made while no batch is in flight is sent at once, alone, so it
+// pays what it would without combining; what comes meanwhile waits, in
+// order, and goes in the next batch, as many as limit lets into one, when
+// a batch in flight returns, or (do, with spread > 1) in a batch of its
+// own as soon as spread calls wait and fewer than spread batches are in
+// flight. Concurrent callers so share round trips instead of queueing for
+// the server one by one, and many of them are not bound by the latency of
+// one round trip at a time. Enqueue combining, a partitioned queue's acks
+// and a Worker's acks all go through one.
 //
 // It is used in one of two ways. do: the caller waits for its item's
 // batch, and sends it itself when no batch is in flight (or when it is
@@ -22,9 +25,9 @@ import (
 // (hold) so that the caller's next round trip carries one (takeFirst),
 // and flush waits until all have gone.
 //
-// Invariant: pending holds calls only while senders == maxSenders, or
-// while held (add); a promoted call (lead) sends the calls after it up to
-// the next promoted one.
+// Invariant: pending holds calls only while a batch is in flight, or while
+// held (add); at most one of them is promoted to send (lead), and it is
+// the first: it sends the calls after it.
 type groupCommit[T any] struct {
 	// send sends one batch and records each item's outcome in it (T is a
 	// pointer type, or carries one).
@@ -32,6 +35,10 @@ type groupCommit[T any] struct {
 	// limit returns how many of the waiting items (at least one) go in one
 	// batch; nil: all of them.
 	limit func(waiting []T) int
+	// spread is, for do, both how many batches may be in flight at once
+	// and how many calls must wait for one more to start; 0 or 1: one
+	// batch at a time. add sends one batch at a time.
+	spread int
 
 	mu      sync.Mutex
 	senders int            // guarded by mu: calls sending a batch or promoted to, or drain goroutines
@@ -40,12 +47,6 @@ type groupCommit[T any] struct {
 	idle    chan struct{}  // guarded by mu: closed when no item waits and no batch is in flight (flush)
 	drains  sync.WaitGroup // add's sending goroutines
 }
-
-// maxSenders is how many batches of one groupCommit may be in flight at
-// once. One combines the most; with 8 producers on a 2-core machine, 2
-// measured no faster (the code allows more: a sender stops at the next
-// promoted call).
-const maxSenders = 1
 
 // gcCall is one item waiting in a groupCommit.
 type gcCall[T any] struct {
@@ -63,22 +64,23 @@ type gcCall[T any] struct {
 func (g *groupCommit[T]) do(ctx context.Context, v T) error {
 	c := &gcCall[T]{v: v, done: make(chan struct{})}
 	g.mu.Lock()
-	if g.senders < maxSenders {
+	if g.senders == 0 {
 		g.senders++
 		c.lead = true
 		g.pending = append(g.pending, c)
 		g.mu.Unlock()
-		g.sendFrom(ctx, c)
+		g.sendFrom(ctx)
 		return nil
 	}
 	c.promote = make(chan struct{})
 	g.pending = append(g.pending, c)
+	g.spreadLocked()
 	g.mu.Unlock()
 	select {
 	case <-c.done:
 		return nil
 	case <-c.promote:
-		g.sendFrom(ctx, c)
+		g.sendFrom(ctx)
 		return nil
 	case <-ctx.Done():
 	}
@@ -101,17 +103,13 @@ func (g *groupCommit[T]) leave(c *gcCall[T]) {
 	}
 }
 
-// sendFrom is run by the sender c (a lead in pending): it sends c and the
-// waiting calls after it that fit one batch (up to the next lead), then
-// hands the role to the next waiting call.
-func (g *groupCommit[T]) sendFrom(ctx context.Context, c *gcCall[T]) {
+// sendFrom is run by the lead (the first waiting call): it sends the
+// lead and the calls after it that fit one batch, then hands the role to
+// the next waiting call.
+func (g *groupCommit[T]) sendFrom(ctx context.Context) {
 	g.mu.Lock()
-	i := slices.Index(g.pending, c)
-	j := i + 1
-	for j < len(g.pending) && !g.pending[j].lead {
-		j++
-	}
-	batch := g.takeLocked(i, j)
+	batch := g.takeLocked()
+	g.spreadLocked()
 	g.mu.Unlock()
 
 	if len(batch) > 1 {
@@ -124,19 +122,19 @@ func (g *groupCommit[T]) sendFrom(ctx context.Context, c *gcCall[T]) {
 	g.mu.Unlock()
 }
 
-// takeLocked takes from pending[i:j] the calls that fit one batch and
-// returns them. g.mu must be held.
-func (g *groupCommit[T]) takeLocked(i, j int) []*gcCall[T] {
-	n := j - i
+// takeLocked takes the first waiting calls that fit one batch and returns
+// them. g.mu must be held.
+func (g *groupCommit[T]) takeLocked() []*gcCall[T] {
+	n := len(g.pending)
 	if g.limit != nil {
 		vs := make([]T, n)
 		for k := range vs {
-			vs[k] = g.pending[i+k].v
+			vs[k] = g.pending[k].v
 		}
 		n = min(max(g.limit(vs), 1), n)
 	}
-	batch := slices.Clone(g.pending[i : i+n])
-	g.pending = slices.Delete(g.pending, i, i+n)
+	batch := slices.Clone(g.pending[:n])
+	g.pending = slices.Delete(g.pending, 0, n)
 	return batch
 }
 
@@ -154,18 +152,33 @@ func (g *groupCommit[T]) sendBatch(ctx context.Context, batch []*gcCall[T]) {
 	}
 }
 
-// handOnLocked passes a sender's role to the first waiting call that is
-// not promoted yet, or gives it up when there is none. g.mu must be held.
+// handOnLocked passes a sender's role to the first waiting call, or gives
+// it up when none waits or the first is a lead already (which sends the
+// others). g.mu must be held.
 func (g *groupCommit[T]) handOnLocked() {
-	for _, next := range g.pending {
-		if !next.lead {
-			next.lead = true
-			close(next.promote)
-			return
-		}
+	if len(g.pending) > 0 && !g.pending[0].lead {
+		g.promoteLocked()
+		return
 	}
 	g.senders--
 	g.idleLocked()
+}
+
+// spreadLocked starts one more batch, promoting the first waiting call,
+// when spread calls wait for none and fewer than spread batches are in
+// flight. g.mu must be held.
+func (g *groupCommit[T]) spreadLocked() {
+	if g.spread > 1 && g.senders < g.spread && len(g.pending) >= g.spread && !g.pending[0].lead {
+		g.senders++
+		g.promoteLocked()
+	}
+}
+
+// promoteLocked makes the first waiting call the lead. g.mu must be held.
+func (g *groupCommit[T]) promoteLocked() {
+	next := g.pending[0]
+	next.lead = true
+	close(next.promote)
 }
 
 // add hands v over to be sent, in order with the others added, by a
@@ -202,10 +215,9 @@ func (g *groupCommit[T]) takeFirst() (v T, ok bool) {
 }
 
 // drainLocked starts a sending goroutine when items wait, none is held
-// back and fewer than maxSenders batches are in flight. g.mu must be
-// held.
+// back and no batch is in flight. g.mu must be held.
 func (g *groupCommit[T]) drainLocked() {
-	if g.held || len(g.pending) == 0 || g.senders >= maxSenders {
+	if g.held || len(g.pending) == 0 || g.senders > 0 {
 		g.idleLocked()
 		return
 	}
@@ -215,7 +227,7 @@ func (g *groupCommit[T]) drainLocked() {
 		defer g.drains.Done()
 		g.mu.Lock()
 		for !g.held && len(g.pending) > 0 {
-			batch := g.takeLocked(0, len(g.pending))
+			batch := g.takeLocked()
 			g.mu.Unlock()
 			g.sendBatch(context.Background(), batch)
 			g.mu.Lock()

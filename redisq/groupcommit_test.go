@@ -30,19 +30,19 @@ func TestGroupCommitPromotedCallLeavingHandsOn(t *testing.T) {
 		}
 	}
 	a, b := call("a", true), call("b", false)
-	g.senders, g.pending = maxSenders, []*gcCall[string]{a, b}
+	g.senders, g.pending = 1, []*gcCall[string]{a, b}
 	g.leave(a)
 	require.Equal(t, []*gcCall[string]{b}, g.pending)
 	require.True(t, promoted(b), "the first call not promoted yet takes a's role")
-	require.Equal(t, maxSenders, g.senders)
+	require.Equal(t, 1, g.senders)
 
 	g.leave(b)
 	require.Empty(t, g.pending)
-	require.Equal(t, maxSenders-1, g.senders, "nobody left to take b's role")
+	require.Equal(t, 0, g.senders, "nobody left to take b's role")
 
 	// A call already taken into a batch changes nothing.
 	g.leave(b)
-	require.Equal(t, maxSenders-1, g.senders)
+	require.Equal(t, 0, g.senders)
 }
 
 // Items added while a batch is in flight go together in the next, in
@@ -93,4 +93,68 @@ func TestGroupCommitAdd(t *testing.T) {
 	require.Equal(t, [][]int{{7}}, batches[n:], "the rest goes once the hold ends")
 	_, ok = g.takeFirst()
 	require.False(t, ok)
+}
+
+// With spread set, spread calls waiting behind a batch in flight go in a
+// batch of their own at once, up to spread batches in flight; fewer wait
+// for a batch to return. Each call returns once its own batch is sent.
+func TestGroupCommitSpread(t *testing.T) {
+	noLeaks(t)
+	const spread = 3
+	var mu sync.Mutex
+	var batches [][]int
+	release := make(chan struct{})
+	sent := make(chan []int, 10)
+	g := &groupCommit[int]{
+		spread: spread,
+		send: func(_ context.Context, b []int) {
+			sent <- b
+			if b[0] == 0 {
+				<-release // the first batch stays in flight
+			}
+			mu.Lock()
+			batches = append(batches, b)
+			mu.Unlock()
+		},
+	}
+	var wg sync.WaitGroup
+	call := func(v int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			require.NoError(t, g.do(context.Background(), v))
+		}()
+	}
+	waiting := func(n int) {
+		for {
+			g.mu.Lock()
+			k := len(g.pending)
+			g.mu.Unlock()
+			if k == n {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	call(0)
+	require.Equal(t, []int{0}, <-sent, "a lone call goes at once")
+	for v := 1; v < spread; v++ {
+		call(v)
+		waiting(v)
+	}
+	select {
+	case b := <-sent:
+		t.Fatalf("fewer than spread calls waiting were sent: %v", b)
+	case <-time.After(20 * time.Millisecond):
+	}
+	call(spread)
+	select {
+	case b := <-sent:
+		require.Equal(t, []int{1, 2, 3}, b, "spread waiting calls go together")
+	case <-time.After(10 * time.Second):
+		t.Fatal("spread waiting calls did not go while the first batch was in flight")
+	}
+	close(release)
+	wg.Wait()
+	require.Len(t, batches, 2)
 }
