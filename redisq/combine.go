@@ -14,8 +14,9 @@ import (
 // bounds of one (rdb.ChunkEnds), when the round trip in flight returns,
 // or at once when enqueueSpread of them wait (up to enqueueSpread round
 // trips in flight), so that many producers are not bound by the latency of
-// one round trip at a time. The order of a batch is the order of arrival: FIFO among equal due times
-// holds between calls that do not overlap, as it always has.
+// one round trip at a time. The order of a batch is the order of arrival:
+// FIFO among equal due times holds between calls that do not overlap, as
+// it always has.
 
 // enqueueReq is one Enqueue call and, once sent, its outcome.
 type enqueueReq struct {
