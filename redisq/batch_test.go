@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -265,4 +268,59 @@ func TestRegressionTimerHandOffCostsAClaimPerItem(t *testing.T) {
 	t.Logf("%d items: %d claim scripts, %d BZPOPMIN", n, scripts, h.bzpopmin.Load())
 	require.LessOrEqual(t, float64(scripts)/n, 2.0, "claim scripts per item (2.4 before the timer stayed with the claimer; ~1.1-1.6 measured)")
 	audit(t, q)
+}
+
+// An EnqueueMany or AckMany of one chunk (every combined Enqueue and every
+// Worker ack batch) is sent as EVALSHA: EVAL makes the server hash and
+// read the script's whole text on every call (docs/performance.md). After
+// SCRIPT FLUSH it still succeeds, by EVAL.
+func TestOneChunkIsSentByHash(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	q := newQueue(t, c, "bysha", WithVisibilityTimeout(time.Hour))
+	ctx := context.Background()
+	for _, src := range rdb.Sources() {
+		require.NoError(t, c.ScriptLoad(ctx, src).Err())
+	}
+	require.NoError(t, c.ConfigResetStat(ctx).Err())
+	at := redisNow(t, c).Add(-time.Second)
+	round := func(prefix string) {
+		items := make([]EnqueueItem, 5)
+		for i := range items {
+			items[i] = EnqueueItem{ID: prefix + strconv.Itoa(i), At: at}
+		}
+		res, err := q.EnqueueMany(ctx, items)
+		require.NoError(t, err)
+		for _, r := range res {
+			require.NoError(t, r.Err)
+		}
+		ms, err := q.TakeBatch(ctx, 5)
+		require.NoError(t, err)
+		require.Len(t, ms, 5)
+		for _, err := range q.AckMany(ctx, ms) {
+			require.NoError(t, err)
+		}
+	}
+	round("a")
+	require.Zero(t, commandCalls(t, c, "eval"), "EVAL sent")
+	require.NoError(t, c.ScriptFlush(ctx).Err())
+	round("b")
+	require.EqualValues(t, 3, commandCalls(t, c, "eval"), "EVAL after NOSCRIPT: enqueue-many, claim and ack-many")
+	audit(t, q)
+}
+
+// commandCalls is how many times the server ran the command name since the
+// last CONFIG RESETSTAT (INFO commandstats).
+func commandCalls(t testing.TB, c *redis.Client, name string) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	for _, l := range splitLines(info) {
+		if rest, ok := strings.CutPrefix(l, "cmdstat_"+name+":calls="); ok {
+			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
 }

@@ -57,21 +57,24 @@ type chunkReply struct {
 }
 
 // runChunks runs s once per chunk, in order, and returns their outcomes.
-// On one server they go in one pipelined round trip as EVAL, not EVALSHA:
-// a pipelined EVALSHA that got NOSCRIPT (after a restart or SCRIPT FLUSH)
+// One chunk (every combined Enqueue and Worker ack batch) is one call, as
+// run makes it: EVALSHA, and EVAL only after NOSCRIPT. Several chunks on
+// one server go in one pipelined round trip as EVAL, not EVALSHA: a
+// pipelined EVALSHA that got NOSCRIPT (after a restart or SCRIPT FLUSH)
 // while a later one succeeded would have to be re-run after it, out of
-// order. The script text costs a few KB per chunk of up to 200 items, and
-// Redis caches the compiled script by its SHA. On a Cluster they go one
-// after the other, each retried while its slot migrates (retryMigrating):
-// a pipeline there could apply a later chunk while an earlier one waits
-// for TRYAGAIN; a chunk that fails fails the chunks after it, which would
-// apply out of order.
+// order. EVAL costs the server a SHA-1 of the script's text and reading
+// it, about 40 µs per call on the VM of docs/performance.md: a lot for a
+// call of 4 items, little for a chunk of up to 200. On a Cluster they go
+// one after the other, each retried while its slot migrates
+// (retryMigrating): a pipeline there could apply a later chunk while an
+// earlier one waits for TRYAGAIN; a chunk that fails fails the chunks
+// after it, which would apply out of order.
 func (r *Runner) runChunks(ctx context.Context, s *Script, chunks []chunk) []chunkReply {
 	out := make([]chunkReply, len(chunks))
 	argv := func(c chunk) []interface{} {
 		return append([]interface{}{r.Keys.Items}, c.args...)
 	}
-	if _, ok := r.Client.(*redis.ClusterClient); ok {
+	if _, cluster := r.Client.(*redis.ClusterClient); cluster || len(chunks) == 1 {
 		for i, c := range chunks {
 			_ = r.retryMigrating(ctx, func() error {
 				if s.acks && r.Replicas > 0 {
