@@ -101,3 +101,65 @@ func TestFieldsEncoding(t *testing.T) {
 		t.Errorf("%q: want the fields before the malformed rest", got)
 	}
 }
+
+// shake leaves out the top-level definitions nothing kept names (through
+// the definitions that are kept), and full-line comments, each as an empty
+// line; it keeps everything that may act: an initializer that calls
+// anything but a pure library function, and every statement that is not
+// a definition.
+func TestShake(t *testing.T) {
+	src := strings.Join([]string{
+		"-- a comment",
+		"local K_A = 'a' .. string.sub(ARGV[1], 1, -3)",
+		"local K_B = 'b'",
+		"local unused_table = {1, 2, {3}}",
+		"local function helper(x)",
+		"  return x .. K_A",
+		"end",
+		"local function unused(x)",
+		"  return helper(x) .. K_B",
+		"end",
+		"local function one() return 1 end",
+		"local acts = redis.call('INCR', 'x')",
+		"local calls_local = helper('y')",
+		"local open = {",
+		"  1 }",
+		"if one() == 1 then",
+		"  return helper('z')",
+		"end",
+	}, "\n")
+	got := strings.Split(shake(src), "\n")
+	want := []string{
+		"",
+		"local K_A = 'a' .. string.sub(ARGV[1], 1, -3)",
+		"",
+		"",
+		"local function helper(x)",
+		"  return x .. K_A",
+		"end",
+		"",
+		"",
+		"",
+		"local function one() return 1 end",
+		"local acts = redis.call('INCR', 'x')",
+		"local calls_local = helper('y')",
+		"local open = {",
+		"  1 }",
+		"if one() == 1 then",
+		"  return helper('z')",
+		"end",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d (line numbers must stay):\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: %q, want %q", i+1, got[i], want[i])
+		}
+	}
+	// A script defines only what it uses: enqueue has no use for the dead
+	// set's helpers.
+	if src := Named("enqueue").Source(); strings.Contains(src, "local function to_dead(") || !strings.Contains(src, "local function new_member(") {
+		t.Errorf("enqueue keeps to_dead or lost new_member:\n%s", src)
+	}
+}

@@ -1,8 +1,15 @@
 -- The queue's keys, named from ARGV[1], the item hash prefix "{dq:NAME}:m:"
 -- (see Keys in keys.go): every script names its keys so, and declares in
--- KEYS those it knows before it runs, for Redis Cluster.
+-- KEYS those it knows before it runs, for Redis Cluster. One per line, so
+-- that a script defines only those it uses (see shake).
 
 local K_PREFIX = string.sub(ARGV[1], 1, -3)
-local K_SCHED, K_LEASE, K_DEAD, K_WAKE = K_PREFIX .. 'sched', K_PREFIX .. 'lease', K_PREFIX .. 'dead', K_PREFIX .. 'wake'
+local K_SCHED = K_PREFIX .. 'sched'
+local K_LEASE = K_PREFIX .. 'lease'
+local K_DEAD = K_PREFIX .. 'dead'
+local K_WAKE = K_PREFIX .. 'wake'
 local K_DONE = K_PREFIX .. 'done'
-local K_STATS, K_SEQ, K_TIMER, K_LATE = K_PREFIX .. 'stats', K_PREFIX .. 'seq', K_PREFIX .. 'timer', K_PREFIX .. 'late'
+local K_STATS = K_PREFIX .. 'stats'
+local K_SEQ = K_PREFIX .. 'seq'
+local K_TIMER = K_PREFIX .. 'timer'
+local K_LATE = K_PREFIX .. 'late'
