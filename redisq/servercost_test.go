@@ -1,0 +1,160 @@
+package redisq
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkServerCost reports what each operation costs the redis-server
+// per item, from calls made one at a time (so that a figure is the call's
+// own cost, not a share of a pipelined batch):
+//
+//   - script-µs/item: time inside the scripts (INFO commandstats, EVALSHA
+//     and EVAL), what SLOWLOG and a user's latency graph show;
+//   - server-µs/item: the main thread's CPU (INFO cpu), the scripts plus
+//     reading, parsing and answering each round trip: what sizing Redis
+//     goes by.
+//
+// Run it on a quiet machine (docs/performance.md):
+//
+//	go test -run '^$' -bench ServerCost -benchtime 20000x ./redisq
+//
+// b.N counts items: an op of k items runs b.N/k times.
+func BenchmarkServerCost(b *testing.B) {
+	s := startRedis(b, "--appendonly", "no")
+	c := s.client(b)
+	ctx := context.Background()
+	payload := make([]byte, 64)
+	at := time.Now().Add(time.Hour) // far: nothing is claimed meanwhile
+	for _, k := range []int{1, 4, 16, 100} {
+		b.Run(fmt.Sprintf("enqueue/%d", k), func(b *testing.B) {
+			q := newQueue(b, c, fmt.Sprintf("cost-enq-%d-%d", k, costRun.Add(1)))
+			items := make([]EnqueueItem, k)
+			n := 0
+			measureServer(b, c, k, func() {
+				if k == 1 {
+					require.NoError(b, q.Enqueue(ctx, "i"+strconv.Itoa(n), payload, at))
+					n++
+					return
+				}
+				for j := range items {
+					items[j] = EnqueueItem{ID: "i" + strconv.Itoa(n), Payload: payload, At: at}
+					n++
+				}
+				res, err := q.EnqueueMany(ctx, items)
+				require.NoError(b, err)
+				require.NoError(b, res[0].Err)
+			})
+		})
+	}
+	// Eight goroutines calling Enqueue on one Queue: calls are combined
+	// (see combine.go), so this is also the rate 8 producers reach.
+	b.Run("enqueue/8-producers", func(b *testing.B) {
+		q := newQueue(b, c, fmt.Sprintf("cost-enq-par-%d", costRun.Add(1)))
+		var n atomic.Int64
+		measureServer(b, c, b.N, func() {
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					for {
+						i := n.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						if err := q.Enqueue(ctx, "i"+strconv.FormatInt(i, 10), payload, at); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
+	})
+	for _, k := range []int{1, 100} {
+		b.Run(fmt.Sprintf("take+ack/%d", k), func(b *testing.B) {
+			q := newQueue(b, c, fmt.Sprintf("cost-take-%d-%d", k, costRun.Add(1)))
+			due := time.Now().Add(-time.Second)
+			items := make([]EnqueueItem, 1000)
+			for done := 0; done < ops(b, k)*k; done += len(items) {
+				for j := range items {
+					items[j] = EnqueueItem{ID: "i" + strconv.Itoa(done+j), Payload: payload, At: due}
+				}
+				_, err := q.EnqueueMany(ctx, items)
+				require.NoError(b, err)
+			}
+			measureServer(b, c, k, func() {
+				if k == 1 {
+					m, err := q.Take(ctx)
+					require.NoError(b, err)
+					require.NoError(b, m.Ack(ctx))
+					return
+				}
+				ms, err := q.TakeBatch(ctx, k)
+				require.NoError(b, err)
+				require.Len(b, ms, k)
+				for _, err := range q.AckMany(ctx, ms) {
+					require.NoError(b, err)
+				}
+			})
+		})
+	}
+}
+
+// ops is how many ops of perOp items b.N items make.
+func ops(b *testing.B, perOp int) int { return max(1, b.N/perOp) }
+
+// measureServer runs op ops(b, perOp) times and reports the server's cost
+// per item, each op handling perOp items.
+func measureServer(b *testing.B, c *redis.Client, perOp int, op func()) {
+	b.Helper()
+	cpu0, script0 := mainThreadCPU(b, c), scriptTime(b, c)
+	b.ResetTimer()
+	n := ops(b, perOp)
+	for range n {
+		op()
+	}
+	b.StopTimer()
+	items := float64(n * perOp)
+	b.ReportMetric(float64((mainThreadCPU(b, c)-cpu0).Microseconds())/items, "server-µs/item")
+	b.ReportMetric(float64((scriptTime(b, c)-script0).Microseconds())/items, "script-µs/item")
+	b.ReportMetric(items/b.Elapsed().Seconds(), "items/s")
+	b.ReportMetric(0, "ns/op") // items/s says it per item
+}
+
+// scriptTime is the time the server spent in EVAL and EVALSHA so far.
+func scriptTime(t testing.TB, c *redis.Client) time.Duration {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	var sum time.Duration
+	for _, l := range splitLines(info) {
+		for _, k := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+			rest, ok := strings.CutPrefix(l, k)
+			if !ok {
+				continue
+			}
+			for _, f := range strings.Split(rest, ",") {
+				if v, ok := strings.CutPrefix(f, "usec="); ok {
+					us, err := strconv.ParseInt(v, 10, 64)
+					require.NoError(t, err)
+					sum += time.Duration(us) * time.Microsecond
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// costRun numbers the queues of BenchmarkServerCost: a benchmark function
+// runs several times (-count, and b.N growing), each on a new queue.
+var costRun atomic.Int64
