@@ -173,5 +173,12 @@ func jobOf(it redisq.Item, now time.Time) jobView {
 	if j.Retention > 0 {
 		v.Options = append(v.Options, jobOption{Key: "retention", Name: "retention", Value: short(j.Retention), Note: "kept that long once acked"})
 	}
+	if j.UniqueKey != "" {
+		note := "no other enqueue of the key for " + short(j.UniqueFor) + " after its own (dqctl unique shows the window)"
+		if j.Debounce {
+			note = "debounced: an enqueue of the key within " + short(j.UniqueFor) + " replaces it while it waits"
+		}
+		v.Options = append(v.Options, jobOption{Key: "unique", Name: "unique key", Value: quoted(j.UniqueKey), Note: note})
+	}
 	return v
 }

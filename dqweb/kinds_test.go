@@ -558,3 +558,29 @@ func TestHostileKinds(t *testing.T) {
 		t.Errorf("the item's kind: %s", section(t, r.body, `<dl class="fields">`, "</dl>"))
 	}
 }
+
+// TestItemPageUniqueKey: the item page shows a unique key quoted, with
+// its markup and control characters escaped, and what its window does.
+func TestItemPageUniqueKey(t *testing.T) {
+	f := webtest.NewFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	for id, j := range map[string]redisq.Job{
+		"u": {UniqueKey: "<b>k\u202e", UniqueFor: time.Hour},
+		"d": {UniqueKey: "tenant:7", UniqueFor: 30 * time.Second, Debounce: true},
+	} {
+		if _, err := f.Q.Add(ctx, redisq.EnqueueItem{ID: id, After: time.Hour, Job: j}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := client(t)
+	for id, want := range map[string]string{
+		"u": `<dt>unique key</dt><dd data-k="unique">&#34;&lt;b&gt;k\u202e&#34; <span class="muted note">(no other enqueue of the key for 1h after its own`,
+		"d": `<dt>unique key</dt><dd data-k="unique">&#34;tenant:7&#34; <span class="muted note">(debounced: an enqueue of the key within 30s replaces it while it waits)`,
+	} {
+		r := get(t, c, f.ItemURL("orders", id))
+		checkPage(t, "item page", r, 100<<10)
+		if dl := section(t, r.body, `<dl class="fields">`, "</dl>"); !strings.Contains(dl, want) {
+			t.Errorf("item %s: the fields lack %s\n%s", id, want, dl)
+		}
+	}
+}

@@ -69,6 +69,9 @@ func (q *Queue) schedule(ctx context.Context, id string, payload []byte, when rd
 	if err := j.check(); err != nil {
 		return ScheduleResult{}, err
 	}
+	if err := j.noUnique("Schedule"); err != nil {
+		return ScheduleResult{}, err
+	}
 	f, created, due, err := q.db.Upsert(ctx, id, payload, when, j.stored())
 	if err != nil {
 		return ScheduleResult{}, err

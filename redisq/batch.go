@@ -37,7 +37,8 @@ type EnqueueResult struct {
 	Due time.Time
 	// Err is nil when the item was stored, ErrDuplicate when its id exists
 	// in any state or repeats an earlier item of the same call (nothing
-	// changed for it), or the error of the round trip that carried it (the
+	// changed for it), ErrUniqueHeld when its unique key's window is held
+	// (by an earlier enqueue or item of the call; nothing changed), or the error of the round trip that carried it (the
 	// item may or may not have been stored; retrying with the same id is
 	// safe).
 	Err error
@@ -81,14 +82,16 @@ func (q *Queue) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]Enqueue
 	return res, first
 }
 
-// enqueued is the outcome of one item of an enqueue-many script: its due
-// time, ErrDuplicate, or the error of the script that carried it.
+// enqueued is the outcome of one item of an enqueue script: its due time,
+// ErrDuplicate, ErrUniqueHeld, or the error of the script that carried it.
 func enqueued(e rdb.Enqueued) (time.Time, error) {
 	switch {
 	case e.Err != nil:
 		return time.Time{}, e.Err
 	case e.Dup:
 		return time.Time{}, ErrDuplicate
+	case e.Held:
+		return time.Time{}, ErrUniqueHeld
 	}
 	return msTime(e.Due), nil
 }

@@ -62,15 +62,7 @@ func (q *Queue) enqueue(ctx context.Context, id string, payload []byte, when rdb
 func (q *Queue) runEnqueues(ctx context.Context, batch []*enqueueReq) {
 	if len(batch) == 1 {
 		r := batch[0]
-		due, ok, err := q.db.Enqueue(ctx, rdb.NewItem{ID: r.id, Payload: r.payload, When: r.when, Job: r.job})
-		switch {
-		case err != nil:
-			r.err = err
-		case !ok:
-			r.err = ErrDuplicate
-		default:
-			r.due = msTime(due)
-		}
+		r.due, r.err = enqueued(q.db.Enqueue(ctx, rdb.NewItem{ID: r.id, Payload: r.payload, When: r.when, Job: r.job}))
 		return
 	}
 	items := make([]rdb.NewItem, len(batch))

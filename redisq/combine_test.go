@@ -130,7 +130,7 @@ func TestEnqueueCallsInFlightAreCombined(t *testing.T) {
 	h.gate <- struct{}{} // the first call's round trip
 	r := <-first
 	require.NoError(t, r.err)
-	require.Equal(t, 8+6*n, <-h.sizes, "one enqueue-many call carries all of them: EVALSHA, sha, the key count, 3 keys, prefix, k, and per item its hash key and 5 arguments (id, payload, when twice, the number of job fields: 0)")
+	require.Equal(t, 8+9*n, <-h.sizes, "one enqueue-many call carries all of them: EVALSHA, sha, the key count, 3 keys, prefix, k, and per item its hash key and 8 arguments (id, payload, when twice, the number of job fields: 0, no unique key, its window and mode)")
 	close(h.gate) // this one and the test's own scripts
 	res := make([]result, n)
 	for i := range n {

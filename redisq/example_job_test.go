@@ -2,6 +2,7 @@ package redisq_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,4 +43,45 @@ func ExampleJobKind() {
 	fmt.Println(it.State, it.Kind, it.MaxAttempts, string(it.Result))
 	// Output:
 	// completed refund 5 refunded order 42
+}
+
+// A uniqueness window: at most one reminder per order in any ten minutes,
+// including after the first one ran.
+func ExampleUnique() {
+	q, done := exampleQueue("reminders")
+	defer done()
+	ctx := context.Background()
+	remind := func(reqID string) error {
+		_, err := q.Add(ctx, redisq.EnqueueItem{ID: "remind:" + reqID, After: time.Minute,
+			Job: redisq.Job{UniqueKey: "remind:order:42", UniqueFor: 10 * time.Minute}})
+		return err
+	}
+	fmt.Println(remind("r1"))
+	fmt.Println(remind("r2"), errors.Is(remind("r3"), redisq.ErrDuplicate))
+	w, _ := q.UniqueWindow(ctx, "remind:order:42")
+	fmt.Println(w.ID)
+	// Output:
+	// <nil>
+	// redisq: duplicate id: unique key held true
+	// remind:r1
+}
+
+// Debounce: of a burst of enqueues of one key, the last one wins; it runs
+// once, the window after the burst.
+func ExampleDebounce() {
+	q, done := exampleQueue("search")
+	defer done()
+	ctx := context.Background()
+	for _, change := range []string{"c1", "c2", "c3"} {
+		_, err := q.Add(ctx, redisq.EnqueueItem{ID: "reindex:" + change, Payload: []byte(change), After: 30 * time.Second,
+			Job: redisq.Job{UniqueKey: "reindex:tenant:7", UniqueFor: 30 * time.Second, Debounce: true}})
+		if err != nil {
+			panic(err)
+		}
+	}
+	st, _ := q.Stats(ctx)
+	it, _ := q.Get(ctx, "reindex:c3")
+	fmt.Println(st.Scheduled, string(it.Payload))
+	// Output:
+	// 1 c3
 }

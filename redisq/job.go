@@ -44,7 +44,26 @@ type Job struct {
 	// Completed, with the result its handler set (Message.SetResult); 0
 	// deletes it at the ack.
 	Retention time.Duration `json:"retention,omitempty"`
+	// UniqueKey, with UniqueFor, makes the enqueue a uniqueness window
+	// (see Unique): the item is stored only if no enqueue of the same key
+	// in this queue was, by the Redis clock, less than UniqueFor ago,
+	// whatever became of that item since (still waiting, run, completed,
+	// dead or cancelled); otherwise the enqueue returns ErrUniqueHeld and
+	// changes nothing. At most MaxUniqueKeyLen bytes, any bytes; "" is no
+	// window.
+	UniqueKey string        `json:"unique_key,omitempty"`
+	UniqueFor time.Duration `json:"unique_for,omitempty"`
+	// Debounce changes what an enqueue does while UniqueKey's window is
+	// held (see Debounce): it replaces the item holding it if that item
+	// still waits, instead of being refused.
+	Debounce bool `json:"debounce,omitempty"`
 }
+
+// MaxUniqueKeyLen is the longest Job.UniqueKey, in bytes.
+const MaxUniqueKeyLen = 1024
+
+// MaxUniqueFor is the longest Job.UniqueFor.
+const MaxUniqueFor = 10 * 365 * 24 * time.Hour
 
 // MaxKindLen is the longest Kind, in bytes.
 const MaxKindLen = 256
@@ -99,6 +118,41 @@ func NotAfter(t time.Time) JobOption { return func(j *Job) { j.NotAfter = t } }
 // Retention sets the item's Job.Retention.
 func Retention(d time.Duration) JobOption { return func(j *Job) { j.Retention = d } }
 
+// Unique makes the enqueue take key's uniqueness window in its queue for
+// window (whole milliseconds, rounded up): "at most one job with this key
+// in the next window, including after it completed", as asynq's Unique
+// and BullMQ's deduplication ttl. The window is counted by the Redis clock
+// from the enqueue that took it and is released only by time (or by
+// Queue.ReleaseUnique), not by the item's run or deletion; an enqueue of
+// the same key meanwhile returns ErrUniqueHeld. Unique applies to Enqueue,
+// Add, EnqueueMany and JobKind's; Schedule, ScheduleItem, recurring
+// registrations and Partitioned refuse it (a Partitioned routes by id, so
+// one key's enqueues would not meet in one partition).
+func Unique(key string, window time.Duration) JobOption {
+	return func(j *Job) { j.UniqueKey, j.UniqueFor = key, window }
+}
+
+// Debounce makes the enqueue a debounced one: the last enqueue of key
+// within window wins. If an enqueue of key took its window less than
+// window ago (by the Redis clock) and its item still waits (scheduled,
+// not yet delivered), that item is deleted and this one is stored in its
+// place, with its own id, payload, job and due time; otherwise this one is
+// stored as any other. Either way the window restarts now, held by this
+// item. So a burst of enqueues, each due window after it, runs once, the
+// last, window after the burst ends:
+//
+//	// Each change of a tenant's catalogue: one reindex, 30 s after the last.
+//	Reindex.EnqueueAfter(ctx, q, "reindex:"+changeID, args, 30*time.Second,
+//		redisq.Debounce("reindex:"+tenant, 30*time.Second))
+//
+// An item already delivered is not replaced: an enqueue after its
+// delivery is stored beside it. A debounced enqueue is never refused for
+// its key, only for an id that exists (other than the replaced item's).
+// Where Debounce applies is where Unique does.
+func Debounce(key string, window time.Duration) JobOption {
+	return func(j *Job) { j.UniqueKey, j.UniqueFor, j.Debounce = key, window, true }
+}
+
 // WithJob sets every field of the item's Job to j's (for a Job read from
 // an Item or a Message, to enqueue it again). It copies j.Headers, so that
 // a later Header option does not write into j's map.
@@ -138,8 +192,25 @@ func (j *Job) check() error {
 	if j.BackoffBase < 0 || j.BackoffMax < 0 || j.Timeout < 0 || j.Retention < 0 {
 		return fmt.Errorf("redisq: a Job with a negative duration")
 	}
+	if j.UniqueKey != "" || j.UniqueFor != 0 || j.Debounce {
+		if j.UniqueKey == "" || len(j.UniqueKey) > MaxUniqueKeyLen {
+			return fmt.Errorf("redisq: a UniqueKey must be 1 to %d bytes (got %d)", MaxUniqueKeyLen, len(j.UniqueKey))
+		}
+		if j.UniqueFor <= 0 || j.UniqueFor > MaxUniqueFor {
+			return fmt.Errorf("redisq: Unique(%q, %v): the window must be positive and at most %v", j.UniqueKey, j.UniqueFor, MaxUniqueFor)
+		}
+	}
 	if j.BackoffBase > 0 && j.BackoffMax < j.BackoffBase {
 		return fmt.Errorf("redisq: Backoff(%v, %v): the max is below the base", j.BackoffBase, j.BackoffMax)
+	}
+	return nil
+}
+
+// noUnique refuses a Job with a uniqueness window where where cannot keep
+// it (see Unique).
+func (j *Job) noUnique(where string) error {
+	if j.UniqueKey != "" || j.UniqueFor != 0 || j.Debounce {
+		return fmt.Errorf("redisq: %s does not take Unique (a uniqueness window applies to Enqueue, Add and EnqueueMany of a Queue)", where)
 	}
 	return nil
 }
@@ -159,6 +230,10 @@ func (j *Job) stored() rdb.Job {
 	if j.Retention > 0 {
 		r.Retention = max(j.Retention.Milliseconds(), 1)
 	}
+	if j.UniqueKey != "" {
+		r.UniqueKey, r.UniqueFor = j.UniqueKey, (j.UniqueFor + time.Millisecond - 1).Milliseconds()
+		r.Debounce = j.Debounce
+	}
 	return r
 }
 
@@ -172,6 +247,9 @@ func jobFrom(r rdb.Job) Job {
 	}
 	if r.NotAfter != 0 {
 		j.NotAfter = msTime(r.NotAfter)
+	}
+	if r.UniqueKey != "" {
+		j.UniqueKey, j.UniqueFor, j.Debounce = r.UniqueKey, msDuration(r.UniqueFor), r.Debounce
 	}
 	return j
 }

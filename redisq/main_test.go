@@ -3,6 +3,7 @@ package redisq
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,6 +52,26 @@ func runHelper(mode string) int {
 		}
 		fmt.Printf("CLAIMED %s %s %d\n", m.ID, m.token, m.Attempts)
 		select {} // wait for SIGKILL
+	case "unique":
+		// Enqueues REDISQ_N items, the i-th under unique key k<i>, with
+		// ids of its own, and prints each one it stored; then DONE.
+		// They start together, at REDISQ_START (Unix ns), to race.
+		n, _ := strconv.Atoi(os.Getenv("REDISQ_N"))
+		start, _ := strconv.ParseInt(os.Getenv("REDISQ_START"), 10, 64)
+		time.Sleep(time.Until(time.Unix(0, start)))
+		for i := range n {
+			_, err := q.Add(ctx, EnqueueItem{ID: fmt.Sprintf("%s-%d", os.Getenv("REDISQ_ME"), i), At: time.Unix(1, 0),
+				Job: Job{UniqueKey: fmt.Sprintf("k%d", i), UniqueFor: time.Hour}})
+			switch {
+			case err == nil:
+				fmt.Printf("STORED %d\n", i)
+			case !errors.Is(err, ErrUniqueHeld):
+				fmt.Println("ERR", err)
+				return 2
+			}
+		}
+		fmt.Println("DONE")
+		return 0
 	}
 	return 3
 }

@@ -477,8 +477,13 @@ func (p *Partitioned) ScheduleAfter(ctx context.Context, id string, payload []by
 	return p.Route(id).ScheduleAfter(ctx, id, payload, delay)
 }
 
-// Add is Queue.Add on the partition of it.ID.
+// Add is Queue.Add on the partition of it.ID. A Job with a unique key
+// (Unique, Debounce) is refused: one key's enqueues would not meet in one
+// partition.
 func (p *Partitioned) Add(ctx context.Context, it EnqueueItem) (time.Time, error) {
+	if err := it.Job.noUnique("Partitioned"); err != nil {
+		return time.Time{}, err
+	}
 	return p.Route(it.ID).Add(ctx, it)
 }
 
@@ -562,6 +567,9 @@ func (p *Partitioned) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]E
 			return nil, err
 		}
 		if err := items[i].Job.check(); err != nil {
+			return nil, err
+		}
+		if err := items[i].Job.noUnique("Partitioned"); err != nil {
 			return nil, err
 		}
 	}

@@ -26,6 +26,11 @@ var (
 	// any state (scheduled, in flight or dead). Nothing is changed. A retried
 	// Enqueue whose first attempt reached Redis also gets ErrDuplicate.
 	ErrDuplicate = errors.New("redisq: duplicate id")
+	// ErrUniqueHeld is returned by an enqueue of an item whose Job has a
+	// UniqueKey when an enqueue of the same key took its window less than
+	// UniqueFor ago (see Unique). Nothing is changed. It is an
+	// ErrDuplicate: errors.Is(err, ErrDuplicate) holds.
+	ErrUniqueHeld = fmt.Errorf("%w: unique key held", ErrDuplicate)
 	// ErrLeaseLost is returned by Message.Ack/Nack/Extend when the message's
 	// lease expired (by the Redis clock) or was superseded; nothing is changed.
 	ErrLeaseLost = errors.New("redisq: lease lost")

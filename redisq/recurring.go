@@ -239,6 +239,9 @@ func (q *Queue) Register(ctx context.Context, name string, s Schedule, payload [
 	if err := c.job.check(); err != nil {
 		return 0, err
 	}
+	if err := c.job.noUnique("a recurring registration"); err != nil {
+		return 0, err
+	}
 	if c.catchUp > MaxCatchUp {
 		return 0, fmt.Errorf("redisq: CatchUp(%d) over MaxCatchUp (%d)", c.catchUp, MaxCatchUp)
 	}

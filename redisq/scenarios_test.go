@@ -23,7 +23,7 @@ func seed(t testing.TB, q *Queue, ids []string) {
 		chunk := ids[start:min(start+1000, len(ids))]
 		cmds, err := q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, id := range chunk {
-				scriptEnqueue.EvalSha(ctx, p, []string{q.db.Keys.Sched, q.db.Keys.Wake, q.db.Keys.Seq, q.itemKey(id)}, q.db.Keys.Items, id, "payload-"+id, "after", 0, 0)
+				scriptEnqueue.EvalSha(ctx, p, []string{q.db.Keys.Sched, q.db.Keys.Wake, q.db.Keys.Seq, q.itemKey(id)}, q.db.Keys.Items, id, "payload-"+id, "after", 0, 0, "", 0, "u")
 			}
 			return nil
 		})

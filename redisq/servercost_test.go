@@ -56,6 +56,23 @@ func BenchmarkServerCost(b *testing.B) {
 			})
 		})
 	}
+	// One item with a uniqueness window, and a debounced one that replaces
+	// the waiting item of its key each time (keys of 10 items each).
+	for _, mode := range []string{"unique", "debounce"} {
+		b.Run("enqueue/1-"+mode, func(b *testing.B) {
+			q := newQueue(b, c, fmt.Sprintf("cost-enq-%s-%d", mode, costRun.Add(1)))
+			n := 0
+			measureServer(b, c, 1, func() {
+				j := Job{UniqueKey: "k" + strconv.Itoa(n/10), UniqueFor: time.Hour, Debounce: mode == "debounce"}
+				if mode == "unique" {
+					j.UniqueKey = "k" + strconv.Itoa(n)
+				}
+				_, err := q.Add(ctx, EnqueueItem{ID: "i" + strconv.Itoa(n), Payload: payload, At: at, Job: j})
+				require.NoError(b, err)
+				n++
+			})
+		})
+	}
 	// Eight goroutines calling Enqueue on one Queue: calls are combined
 	// (see combine.go), so this is also the rate 8 producers reach.
 	b.Run("enqueue/8-producers", func(b *testing.B) {

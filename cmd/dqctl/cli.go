@@ -224,6 +224,7 @@ type env struct {
 	window      time.Duration
 	count       int
 	reg         registerOpts // register's flags
+	release     bool         // unique: end the window
 
 	// serve's and serve-metrics' flags.
 	readOnly   bool

@@ -29,7 +29,7 @@ func commands() []command {
 			"with their kind (-kind: only the items of one kind); completed items (acked, kept for their job's retention) with when they expire and their result's size " +
 			"(-payloads: a preview of it)",
 			min: 2, max: 2, flags: listFlags, run: cmdList},
-		{name: "show", args: "QUEUE ID", help: "show one item: its state, kind, headers and own options (max attempts, backoff, timeout, not after, retention), " +
+		{name: "show", args: "QUEUE ID", help: "show one item: its state, kind, headers and own options (max attempts, backoff, timeout, not after, retention, unique key), " +
 			"its payload pretty-printed if it is JSON (what fits the terminal; -full: all); a completed item's completion, expiry and result, shown as the payload is",
 			min: 2, max: 2, flags: showFlags, run: cmdShow},
 		{name: "reasons", args: "QUEUE", help: "group the dead items by the reason they died of: how many, the first and last death of each " +
@@ -47,6 +47,9 @@ func commands() []command {
 			min: 2, max: -1, run: cmdDelete, write: true},
 		{name: "purge", args: "QUEUE STATE", help: "delete every item in STATE: scheduled, inflight (mark them all), dead or completed (the results kept)",
 			min: 2, max: 2, flags: withYes, run: cmdPurge, write: true},
+		{name: "unique", args: "QUEUE KEY", help: "show a unique key's window (redisq Unique and Debounce): the item whose enqueue took it and when it ends; " +
+			"an enqueue of the key meanwhile is refused (Unique) or replaces that item while it waits (Debounce); -release ends the window now",
+			min: 2, max: 2, flags: uniqueFlags, run: cmdUnique},
 		{name: "pause", args: "QUEUE", help: "pause deliveries: no consumer takes an item until resume (enqueues, acks and admin commands go on)",
 			min: 1, max: 1, run: func(e *env) error { return cmdPause(e, true) }, write: true},
 		{name: "resume", args: "QUEUE", help: "resume the deliveries of a paused queue",
@@ -802,6 +805,13 @@ func jobLines(j redisq.Job) [][2]string {
 	}
 	if j.Retention > 0 {
 		out = append(out, [2]string{"retention", j.Retention.String() + " once acked"})
+	}
+	if j.UniqueKey != "" {
+		what := "unique for"
+		if j.Debounce {
+			what = "debounced over"
+		}
+		out = append(out, [2]string{"unique key", fmt.Sprintf("%s, %s %v (dqctl unique shows the window)", quote(j.UniqueKey), what, j.UniqueFor)})
 	}
 	return out
 }

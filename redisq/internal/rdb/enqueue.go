@@ -32,26 +32,34 @@ type NewItem struct {
 	Job     Job
 }
 
-// Enqueued is what became of one item of EnqueueBatch or EnqueueMany: its
-// due time (ms) when stored, Dup when its id exists (or repeats an earlier
-// one of the call), or the error of the script that carried it.
+// Enqueued is what became of one item of Enqueue, EnqueueBatch or
+// EnqueueMany: its due time (ms) when stored, Dup when its id exists (or
+// repeats an earlier one of the call), Held when its unique key's window
+// is held, or the error of the script that carried it.
 type Enqueued struct {
-	Due int64
-	Dup bool
-	Err error
+	Due  int64
+	Dup  bool
+	Held bool
+	Err  error
 }
 
-// Enqueue stores one item (lua/enqueue.lua): its due time (ms), or ok
-// false when its id exists.
-func (r *Runner) Enqueue(ctx context.Context, it NewItem) (due int64, ok bool, err error) {
-	res, err := r.run(ctx, scriptEnqueue, []string{r.Keys.Item(it.ID)}, it.Job.args([]interface{}{it.ID, it.Payload, it.When.mode(), it.When.V})...)
-	if err != nil {
-		return 0, false, err
+// Enqueue stores one item (lua/enqueue.lua).
+func (r *Runner) Enqueue(ctx context.Context, it NewItem) Enqueued {
+	keys := []string{r.Keys.Item(it.ID)}
+	if it.Job.UniqueKey != "" {
+		keys = append(keys, r.Keys.Unique(it.Job.UniqueKey))
 	}
-	if toInt(res[0]) == 0 {
-		return 0, false, nil
+	args := it.Job.unique(it.Job.args([]interface{}{it.ID, it.Payload, it.When.mode(), it.When.V}))
+	res, err := r.run(ctx, scriptEnqueue, keys, args...)
+	switch {
+	case err != nil:
+		return Enqueued{Err: err}
+	case toInt(res[0]) == 0:
+		return Enqueued{Dup: true}
+	case toInt(res[0]) == 2:
+		return Enqueued{Held: true}
 	}
-	return toInt(res[1]), true, nil
+	return Enqueued{Due: toInt(res[1])}
 }
 
 // EnqueueBatch stores items, within the bounds of one script (ChunkEnds),
@@ -78,18 +86,21 @@ func (r *Runner) EnqueueMany(ctx context.Context, items []NewItem) []Enqueued {
 }
 
 func enqueueChunk(r *Runner, items []NewItem) chunk {
-	c := chunk{make([]string, 0, len(items)), make([]interface{}, 0, 1+5*len(items))}
+	c := chunk{make([]string, 0, len(items)), make([]interface{}, 0, 1+7*len(items))}
 	c.args = append(c.args, len(items))
 	for i := range items {
 		it := &items[i]
 		c.keys = append(c.keys, r.Keys.Item(it.ID))
-		c.args = it.Job.args(append(c.args, it.ID, it.Payload, it.When.mode(), it.When.V))
+		if it.Job.UniqueKey != "" {
+			c.keys = append(c.keys, r.Keys.Unique(it.Job.UniqueKey))
+		}
+		c.args = it.Job.unique(it.Job.args(append(c.args, it.ID, it.Payload, it.When.mode(), it.When.V)))
 	}
 	return c
 }
 
-// enqueuedOf reads an enqueue-many reply {now, due1 | false, ...} for n
-// items of call (which names it in an error).
+// enqueuedOf reads an enqueue-many reply {now, due1 | false | "u", ...}
+// for n items of call (which names it in an error).
 func enqueuedOf(call string, n int, res []interface{}, err error) []Enqueued {
 	out := make([]Enqueued, n)
 	if err == nil && len(res) != n+1 {
@@ -101,6 +112,8 @@ func enqueuedOf(call string, n int, res []interface{}, err error) []Enqueued {
 			out[i].Err = err
 		case res[i+1] == nil || res[i+1] == false:
 			out[i].Dup = true
+		case res[i+1] == "u":
+			out[i].Held = true
 		default:
 			out[i].Due = toInt(res[i+1])
 		}

@@ -21,6 +21,14 @@ type Job struct {
 	Timeout     int64 // µs
 	NotAfter    int64 // ms; 0: none
 	Retention   int64 // ms
+	// UniqueKey and UniqueFor (ms): an enqueue stores the item only if no
+	// enqueue of the same key did within the last UniqueFor (the key
+	// {dq:NAME}:u:KEY, see lua/enqueue.lua). Kept in the blob, for Go.
+	UniqueKey string
+	UniqueFor int64
+	// Debounce: an enqueue of UniqueKey replaces the waiting item holding
+	// its window instead of being refused.
+	Debounce bool
 }
 
 // JobFields are the hash fields of a Job, in the order the scripts read
@@ -30,7 +38,18 @@ var JobFields = []string{"k", "j", "ma", "bb", "bx", "ret"}
 // IsZero reports whether j sets nothing.
 func (j *Job) IsZero() bool {
 	return j.Kind == "" && len(j.Headers) == 0 && j.MaxAttempts == 0 && j.BackoffBase == 0 &&
-		j.BackoffMax == 0 && j.Timeout == 0 && j.NotAfter == 0 && j.Retention == 0
+		j.BackoffMax == 0 && j.Timeout == 0 && j.NotAfter == 0 && j.Retention == 0 && j.UniqueKey == ""
+}
+
+// unique appends the uniqueness window to an enqueue's ARGV, after the
+// job: its key ("" for none), its length in ms and its mode ('u' unique,
+// 'd' debounce).
+func (j *Job) unique(a []interface{}) []interface{} {
+	mode := "u"
+	if j.Debounce {
+		mode = "d"
+	}
+	return append(a, j.UniqueKey, j.UniqueFor, mode)
 }
 
 // args appends j to a script's ARGV as the scripts take it
@@ -65,7 +84,7 @@ func (j *Job) args(a []interface{}) []interface{} {
 
 // ArgLen is the size of j in ARGV, for ChunkEnds.
 func (j *Job) ArgLen() int {
-	n := len(j.Kind) + 40
+	n := len(j.Kind) + 2*len(j.UniqueKey) + 64
 	for k, v := range j.Headers {
 		n += len(k) + len(v) + 4
 	}
@@ -74,10 +93,11 @@ func (j *Job) ArgLen() int {
 
 // The blob j: a sequence of (tag byte, uvarint length, bytes). Tags: 'h' a
 // header's name followed by 'v' its value, 't' the timeout (decimal µs),
-// 'n' the not-after time (decimal ms). A reader skips tags it does not
+// 'n' the not-after time (decimal ms), 'u' the unique key, 'w' its window
+// (decimal ms) and 'd' "1" when it debounces. A reader skips tags it does not
 // know, so that a later version may add some.
 func (j *Job) blob() string {
-	if len(j.Headers) == 0 && j.Timeout == 0 && j.NotAfter == 0 {
+	if len(j.Headers) == 0 && j.Timeout == 0 && j.NotAfter == 0 && j.UniqueKey == "" {
 		return ""
 	}
 	var b []byte
@@ -91,6 +111,13 @@ func (j *Job) blob() string {
 	}
 	if j.NotAfter != 0 {
 		put('n', strconv.FormatInt(j.NotAfter, 10))
+	}
+	if j.UniqueKey != "" {
+		put('u', j.UniqueKey)
+		put('w', strconv.FormatInt(j.UniqueFor, 10))
+		if j.Debounce {
+			put('d', "1")
+		}
 	}
 	// Sorted, so that equal jobs store equal bytes.
 	names := make([]string, 0, len(j.Headers))
@@ -121,6 +148,12 @@ func (j *Job) parseBlob(b string) {
 			j.Timeout, _ = strconv.ParseInt(v, 10, 64)
 		case 'n':
 			j.NotAfter, _ = strconv.ParseInt(v, 10, 64)
+		case 'u':
+			j.UniqueKey = v
+		case 'w':
+			j.UniqueFor, _ = strconv.ParseInt(v, 10, 64)
+		case 'd':
+			j.Debounce = v == "1"
 		case 'h':
 			name = v
 		case 'v':

@@ -31,6 +31,8 @@ import "strconv"
 //	                           paused (when Pause paused it, ms)
 //	{dq:NAME}:a:TOKEN  string  an applied ack's tombstone (30 s)
 //	{dq:NAME}:r:RID    string  the reply of a call that deleted its item (30 s)
+//	{dq:NAME}:u:KEY    string  unique key KEY's window: the id of the item
+//	                           whose enqueue took it; expires at its end
 //	{dq:NAME}:w:...    zset/stream  a blocked waiter's or keeper's private
 //	                           key (expires within 60 s)
 //	{dq:NAME}:rec:REG  hash    registration REG: s schedule text, p payload,
@@ -72,10 +74,12 @@ func QueueKeys(name string) Keys {
 }
 
 // The keys named by an id: an item's hash, a lease's ack tombstone, a
-// request's reply, a registration's hash, a worker's heartbeat.
+// request's reply, a unique key's window, a registration's hash, a
+// worker's heartbeat.
 func (k *Keys) Item(id string) string      { return k.Items + id }
 func (k *Keys) Tomb(token string) string   { return k.Prefix + "a:" + token }
 func (k *Keys) Reply(rid string) string    { return k.Prefix + "r:" + rid }
+func (k *Keys) Unique(key string) string   { return k.Prefix + "u:" + key }
 func (k *Keys) Rec(name string) string     { return k.Prefix + "rec:" + name }
 func (k *Keys) Worker(id string) string    { return k.Prefix + "wk:" + id }
 func (k *Keys) Private(inst string) string { return k.Prefix + "w:" + inst + ":" }

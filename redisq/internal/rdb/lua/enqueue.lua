@@ -1,12 +1,27 @@
 -- enqueue: ARGV[2] id, ARGV[3] payload, ARGV[4] "at" (ARGV[5] due ms) or
--- "after" (ARGV[5] delay us), ARGV[6...] the job (job_fields). Returns {0} when the id exists, else
--- {1, due, now}. O(log n).
+-- "after" (ARGV[5] delay us), ARGV[6...] the job (job_fields), then the
+-- unique key ("" none), its window in ms and its mode, 'u' or 'd' (see
+-- unique_take). Returns {0} when the id exists (unless it is the waiting
+-- item a debounced enqueue replaces), {2} when the unique key's window is
+-- held, else {1, due, now}. O(log n).
 --
--- KEYS: sched, wake, seq; the item's hash
+-- KEYS: sched, wake, seq; the item's hash; the unique key's window, when
+--   there is a unique key (the item a debounced enqueue replaces is found
+--   while running)
 --@include common
 
 local h = ARGV[1] .. ARGV[2]
-if redis.call('EXISTS', h) == 1 then return {0} end
+local u = 7 + 2 * tonumber(ARGV[6])
+if ARGV[u + 2] == 'd' then
+  -- Every read before the first write (see the key layout).
+  local hid, hmem = window_holder(ARGV[u])
+  if hid ~= ARGV[2] and redis.call('EXISTS', h) == 1 then return {0} end
+  if hid then drop_waiting(hid, hmem) end
+  window_set(ARGV[u], ARGV[u + 1], ARGV[2])
+else
+  if redis.call('EXISTS', h) == 1 then return {0} end
+  if not unique_take(ARGV[u], ARGV[u + 1], ARGV[2]) then return {2} end
+end
 local now, frac = now_ms()
 local due = tonumber(ARGV[5])
 if ARGV[4] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end

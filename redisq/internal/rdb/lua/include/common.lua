@@ -186,6 +186,37 @@ local function job_fields(b, t)
   for i = b + 1, b + 2 * tonumber(ARGV[b]) do t[#t + 1] = ARGV[i] end
   return t
 end
+-- Uniqueness windows (see Unique and Debounce in job.go): an enqueue with
+-- a unique key takes the key's window {dq:NAME}:u:KEY, a string holding
+-- the id of the item that took it, expiring window ms later. A unique
+-- enqueue (mode 'u') is refused while the window is held; a debounced one
+-- (mode 'd') replaces the item holding it if that item still waits
+-- (scheduled), and takes the window again from now.
+--
+-- unique_take(key, window, id) takes key's window for item id unless it
+-- is held: false then. A key "" takes nothing.
+local function unique_take(key, window, id)
+  if key == '' then return true end
+  return redis.call('SET', K_PREFIX .. 'u:' .. key, id, 'NX', 'PX', window) ~= false
+end
+-- window_holder(key) is the id and member of the scheduled item holding
+-- key's window, or nil. It reads that item's hash, found while running.
+local function window_holder(key)
+  local id = redis.call('GET', K_PREFIX .. 'u:' .. key)
+  if not id then return nil end
+  local f = redis.call('HMGET', ARGV[1] .. id, 'st', 'mem')
+  if f[1] ~= 's' then return nil end
+  return id, f[2]
+end
+-- window_set gives key's window to id for window ms from now.
+local function window_set(key, window, id)
+  redis.call('SET', K_PREFIX .. 'u:' .. key, id, 'PX', window)
+end
+-- drop_waiting deletes a scheduled item that a debounced enqueue replaced.
+local function drop_waiting(id, mem)
+  redis.call('ZREM', K_SCHED, mem)
+  redis.call('DEL', ARGV[1] .. id)
+end
 -- policy returns an item's max attempts and backoff: its own (the values
 -- of its fields ma, bb, bx) where set, else the caller's.
 local function policy(ma, bb, bx, dma, dbb, dbx)
