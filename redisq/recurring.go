@@ -281,7 +281,8 @@ func (q *Queue) registerAfter(ctx context.Context, name string, sched Schedule, 
 		}
 		fid, uid := occurrenceID(name, first), occurrenceID(name, upd)
 		r, err := q.db.Register(ctx, rdb.RegisterArgs{Name: name, Spec: text, Payload: payload, CatchUp: c.catchUp,
-			Version: c.version, First: first, FirstID: fid, Update: upd, UpdateID: uid, Job: c.job.stored()})
+			Version: c.version, First: first, FirstID: fid, Update: upd, UpdateID: uid,
+			FirstDue: occurrenceDue(sched, name, first), UpdateDue: occurrenceDue(sched, name, upd), Job: c.job.stored()})
 		if err != nil {
 			return 0, err
 		}

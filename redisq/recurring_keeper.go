@@ -326,7 +326,7 @@ func (k *keeper) advance(ctx context.Context, r *keptReg) (done, changed bool, e
 	}
 	a := rdb.AdvanceArgs{Name: r.name, Gen: r.gen, At: r.at, Skip: skip, HasSkip: hasSkip, End: end}
 	for _, o := range occ {
-		a.Occ = append(a.Occ, rdb.Occurrence{At: o, ID: occurrenceID(r.name, o)})
+		a.Occ = append(a.Occ, rdb.Occurrence{At: o, Due: occurrenceDue(r.sched, r.name, o), ID: occurrenceID(r.name, o)})
 	}
 	res, err := k.q.db.Advance(ctx, a)
 	if err != nil {

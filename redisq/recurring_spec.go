@@ -215,12 +215,16 @@ func zoneName(loc *time.Location) (string, error) {
 
 // ParseSchedule parses the text of a schedule: "every 1h0m0s" or "every
 // 24h0m0s, phase 9h0m0s" (Go durations, as Interval.String writes them)
-// for an Interval, anything else as a cron spec (Cron). It reads back what
+// for an Interval, any of them followed by "; jitter 5m0s" for a Jittered,
+// anything else as a cron spec (Cron). It reads back what
 // ScheduleText writes, and is what every keeper uses to compute a
 // registration's occurrences. It returns a "redisq:" error quoting text
 // for a text it cannot parse or that could not be registered (an Interval
 // that is not whole milliseconds).
 func ParseSchedule(text string) (Schedule, error) {
+	if s, ok, err := parseJittered(text); ok {
+		return s, err
+	}
 	t := strings.TrimSpace(text)
 	if rest, ok := strings.CutPrefix(t, "every "); ok {
 		p, ph, hasPhase := strings.Cut(rest, ",")
@@ -274,7 +278,8 @@ func checkInterval(iv Interval) error {
 //     fields, seconds first, as lists of values ("0 0 9 * * 1-5"); its
 //     location must be stored by name (see CronIn: not time.Local, which is
 //     what cron.ParseStandard gives a spec without a zone prefix);
-//   - a cron.ConstantDelaySchedule: "CRON_TZ=UTC @every d", d whole seconds.
+//   - a cron.ConstantDelaySchedule: "CRON_TZ=UTC @every d", d whole seconds;
+//   - a Jittered: its schedule's text, "; jitter " and its Max.
 //
 // Any other Schedule (a function, a type of your own) gets an error
 // naming what is accepted: occurrences are computed by every process that
@@ -292,6 +297,8 @@ func ScheduleText(s Schedule) (string, error) {
 			phase += v.Period
 		}
 		return Interval{Period: v.Period, Phase: phase}.String(), nil
+	case Jittered:
+		return jitteredText(v)
 	case CronSchedule:
 		if v.sched == nil {
 			return "", errors.New("redisq: the zero CronSchedule cannot be registered: make one with Cron or CronIn")

@@ -375,7 +375,7 @@ func TestRegisterRerunReportsFirstOutcome(t *testing.T) {
 	id := occurrenceID("a", first)
 	keys := []string{q.recKey("a"), q.recsKey(), q.recxKey(), q.itemKey(id), q.itemKey(id)}
 	run := func(rid string) []interface{} {
-		r, err := q.run(ctx, scriptRegister, keys, "a", "every 1h0m0s", "x", "0", "0", first, id, first, id, 0, rid) // 0: no job fields
+		r, err := q.run(ctx, scriptRegister, keys, "a", "every 1h0m0s", "x", "0", "0", first, id, first, id, first, first, 0, rid) // dues, no job fields
 		require.NoError(t, err)
 		return r
 	}
@@ -646,7 +646,7 @@ func TestAdvanceIsCompareAndSet(t *testing.T) {
 	advance := func(g int64, at time.Time) []interface{} {
 		t.Helper()
 		id := OccurrenceID("a", p1)
-		r, err := q.run(ctx, scriptAdvance, []string{q.recKey("a"), q.itemKey(id)}, "a", g, at.UnixMilli(), "", "0", p1.UnixMilli(), id)
+		r, err := q.run(ctx, scriptAdvance, []string{q.recKey("a"), q.itemKey(id)}, "a", g, at.UnixMilli(), "", "0", p1.UnixMilli(), p1.UnixMilli(), id)
 		require.NoError(t, err)
 		return r
 	}
@@ -694,7 +694,7 @@ func TestRegisterUpdateKeepsWatermark(t *testing.T) {
 	id := OccurrenceID("a", past)
 	keys := []string{q.recKey("a"), q.recsKey(), q.recxKey(), q.itemKey(id), q.itemKey(id)}
 	r, err := q.run(ctx, scriptRegister, keys, "a", "every 1h0m0s", "2", "0", "0",
-		past.UnixMilli(), id, past.UnixMilli(), id, 0, "rid") // 0: no job fields
+		past.UnixMilli(), id, past.UnixMilli(), id, past.UnixMilli(), past.UnixMilli(), 0, "rid") // dues, no job fields
 	require.NoError(t, err)
 	require.EqualValues(t, 5, r[0])
 	require.EqualValues(t, past.UnixMilli(), r[3])

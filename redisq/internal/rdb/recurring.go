@@ -27,7 +27,10 @@ type RegisterArgs struct {
 	FirstID    string
 	Update     int64
 	UpdateID   string
-	Job        Job // every occurrence's
+	// FirstDue and UpdateDue: when the item of First and of Update is
+	// due (the occurrence, or later for a jittered schedule).
+	FirstDue, UpdateDue int64
+	Job                 Job // every occurrence's
 }
 
 // RegisterReply: Code 1 created, 2 updated, 3 unchanged, 4 stale, 5 retry
@@ -42,7 +45,7 @@ type RegisterReply struct {
 func (r *Runner) Register(ctx context.Context, a RegisterArgs) (RegisterReply, error) {
 	extra := []string{r.Keys.Rec(a.Name), r.Keys.Recs, r.Keys.Recx, r.Keys.Item(a.FirstID), r.Keys.Item(a.UpdateID)}
 	res, err := r.runOnce(ctx, scriptRegister, extra, a.Job.args([]interface{}{a.Name, a.Spec, a.Payload, strconv.Itoa(a.CatchUp),
-		strconv.FormatInt(a.Version, 10), a.First, a.FirstID, a.Update, a.UpdateID})...)
+		strconv.FormatInt(a.Version, 10), a.First, a.FirstID, a.Update, a.UpdateID, a.FirstDue, a.UpdateDue})...)
 	if err != nil {
 		return RegisterReply{}, err
 	}
@@ -140,8 +143,9 @@ func (r *Runner) RecGet(ctx context.Context, name string) (now int64, reg Reg, o
 
 // Occurrence is one occurrence to enqueue: its time (ms) and item id.
 type Occurrence struct {
-	At int64
-	ID string
+	At  int64 // the occurrence (ms): the watermark's
+	Due int64 // its item's due time (ms): At, or later for a jittered schedule
+	ID  string
 }
 
 // AdvanceArgs is a keeper's plan for one registration (lua/advance.lua):
@@ -173,7 +177,7 @@ type AdvanceReply struct {
 func (r *Runner) Advance(ctx context.Context, a AdvanceArgs) (AdvanceReply, error) {
 	keys := make([]string, 0, 1+len(a.Occ))
 	keys = append(keys, r.Keys.Rec(a.Name))
-	args := make([]interface{}, 0, 5+2*len(a.Occ))
+	args := make([]interface{}, 0, 5+3*len(a.Occ))
 	skip, end := "", "0"
 	if a.HasSkip {
 		skip = strconv.FormatInt(a.Skip, 10)
@@ -184,7 +188,7 @@ func (r *Runner) Advance(ctx context.Context, a AdvanceArgs) (AdvanceReply, erro
 	args = append(args, a.Name, a.Gen, a.At, skip, end)
 	for _, o := range a.Occ {
 		keys = append(keys, r.Keys.Item(o.ID))
-		args = append(args, o.At, o.ID)
+		args = append(args, o.At, o.Due, o.ID)
 	}
 	res, err := r.run(ctx, scriptAdvance, keys, args...)
 	if err != nil {

@@ -1,8 +1,9 @@
 -- advance: ARGV[2] name, ARGV[3] generation and
 -- ARGV[4] watermark (ms) the plan was computed from, ARGV[5] the first
 -- occurrence the plan skips ("" if none), ARGV[6] "1" when the series ends
--- after the plan, then pairs: an occurrence (ms) and its item id,
--- increasing, each after the watermark. Returns {1, now} when done (the
+-- after the plan, then triples: an occurrence (ms), when its item is due
+-- (the occurrence, or later for a jittered schedule) and its item id,
+-- increasing occurrences, each after the watermark. Returns {1, now} when done (the
 -- occurrences whose item exists are not enqueued again); {0, now, g, at,
 -- end} when the registration is not at that generation and watermark, or
 -- has ended (g 0: it is gone), and nothing is done; {2, now} when the
@@ -29,19 +30,19 @@ if tonumber(f[1]) ~= tonumber(ARGV[3]) or tonumber(f[2]) ~= tonumber(ARGV[4]) or
 end
 if tonumber(f[2]) > now then return {2, now} end
 if ARGV[5] ~= '' and tonumber(ARGV[5]) > now then return {3, now} end
-local k = (#ARGV - 6) / 2
+local k = (#ARGV - 6) / 3
 local ex = {}
-for i = 1, k do ex[i] = redis.call('EXISTS', ARGV[1] .. ARGV[6 + 2 * i]) end
+for i = 1, k do ex[i] = redis.call('EXISTS', ARGV[1] .. ARGV[6 + 3 * i]) end
 local p, jf = nil, nil
 local mems, pv, last, lastid = {}, tonumber(f[2]), nil, nil
 for i = 1, k do
-  local due, id = tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
+  local occ, due, id = tonumber(ARGV[4 + 3 * i]), tonumber(ARGV[5 + 3 * i]), ARGV[6 + 3 * i]
   if ex[i] == 0 then
     if not p then p, jf = redis.call('HGET', R, 'p') or '', rec_job(R) end
     mems[occ_add(id, due, p, now, jf)] = true
   end
   if last then pv = last end
-  last, lastid = due, id
+  last, lastid = occ, id
 end
 if last then
   redis.call('HSET', R, 'at', fmt(last), 'id', lastid, 'pv', fmt(pv))

@@ -2,8 +2,9 @@
 -- schedule's text, ARGV[4] payload, ARGV[5] catch-up bound, ARGV[6]
 -- version, ARGV[7] and ARGV[8] the first occurrence (ms) and its item id
 -- if the registration is new, ARGV[9] and ARGV[10] if it exists (the first
--- after now), ARGV[11...] the job of every occurrence (job_fields), and
--- last the request id. Returns {code, now, at, x}: 1 created
+-- after now), ARGV[11] and ARGV[12] when the item of ARGV[7] and of ARGV[9]
+-- is due (the occurrence, or later for a jittered schedule), ARGV[13...]
+-- the job of every occurrence (job_fields), and last the request id. Returns {code, now, at, x}: 1 created
 -- or 2 updated (at the first occurrence), 3 unchanged, 4 stale (x the
 -- stored version), 5 retry (the first occurrence given is not after the
 -- last one that has come, x: compute it again after x); a rerun of the
@@ -21,7 +22,7 @@
 
 local R = rec_key(ARGV[2])
 local f = redis.call('HMGET', R, 's', 'p', 'cu', 'v', 'g', 'id', 'at', 'pv', 'rq', 'rr')
-local jf = job_fields(11, {})
+local jf = job_fields(13, {})
 -- same_job: the stored job is the one given.
 local function same_job()
   local old = rec_job(R)
@@ -34,7 +35,7 @@ end
 local now = now_ms()
 local again = replay(f[9], f[10], false)
 if again then return {again[1], now, again[2], 0} end
-local code, first, fid, g, pv = 1, tonumber(ARGV[7]), ARGV[8], 1, nil
+local code, first, fid, fdue, g, pv = 1, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[11]), 1, nil
 local old = nil
 if f[1] then
   local v = tonumber(f[4])
@@ -47,7 +48,7 @@ if f[1] then
     if tonumber(ARGV[6]) > v then redis.call('HSET', R, 'v', ARGV[6]) end
     return {3, now, tonumber(f[7]), 0}
   end
-  code, first, fid, g = 2, tonumber(ARGV[9]), ARGV[10], tonumber(f[5]) + 1
+  code, first, fid, fdue, g = 2, tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[12]), tonumber(f[5]) + 1
   local at = tonumber(f[7])
   if at <= now then
     if first <= at then return {5, now, at, at} end
@@ -65,7 +66,7 @@ if old and old[1] == 's' and tonumber(old[3]) > now then
 end
 if not exists then
   local m = {}
-  m[occ_add(fid, first, ARGV[4], now, jf)] = true
+  m[occ_add(fid, fdue, ARGV[4], now, jf)] = true
   arm(m)
 end
 redis.call('HSET', R, 's', ARGV[3], 'p', ARGV[4], 'cu', ARGV[5], 'v', ARGV[6], 'g', fmt(g), 'ut', fmt(now),
