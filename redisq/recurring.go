@@ -344,6 +344,90 @@ func (q *Queue) Unregister(ctx context.Context, name string) (cancelled bool, er
 	return cancelled, nil
 }
 
+// PauseRecurring pauses the registration name: no keeper enqueues an
+// occurrence of it until ResumeRecurring, and the item of its last
+// occurrence is cancelled if it is scheduled and not yet due (one already
+// due has come and is delivered). The registration stays, with its
+// definition; a Register of it meanwhile changes nothing (the same
+// definition) or replaces the definition and keeps it paused. It reports
+// whether an occurrence was cancelled; a registration already paused is
+// left as it is (false, nil). ErrNotFound for an unknown name, ErrClosed
+// after Close, or a Redis/context error. One round trip; a rerun of a
+// lost reply reports the first run's outcome.
+func (q *Queue) PauseRecurring(ctx context.Context, name string) (cancelled bool, err error) {
+	if err := checkRegName(name); err != nil {
+		return false, err
+	}
+	if q.isClosed() {
+		return false, ErrClosed
+	}
+	found, _, cancelled, err := q.db.PauseRec(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		return false, ErrNotFound
+	}
+	return cancelled, nil
+}
+
+// ResumeRecurring resumes the paused registration name: the schedule's
+// first occurrence after now (Redis TIME) is enqueued and the keepers go
+// on from it; the occurrences of the pause are skipped (CatchUp does not
+// bring them back). It reports whether it was paused. ErrNotFound for an
+// unknown name, ErrClosed after Close, or a Redis/context error.
+func (q *Queue) ResumeRecurring(ctx context.Context, name string) (resumed bool, err error) {
+	if err := checkRegName(name); err != nil {
+		return false, err
+	}
+	if q.isClosed() {
+		return false, ErrClosed
+	}
+	_, row, ok, err := q.db.RecGet(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, ErrNotFound
+	}
+	sched, err := ParseSchedule(row.Spec)
+	if err != nil {
+		return false, err
+	}
+	now, err := q.client.Time(ctx).Result()
+	if err != nil {
+		return false, err
+	}
+	after := dueMS(now)
+	for range 4 {
+		a := rdb.ResumeArgs{Name: name}
+		if !row.Ended {
+			n, ok, err := nextOccurrence(sched, after)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				a.First, a.FirstDue, a.FirstID, a.HasFirst = n, occurrenceDue(sched, name, n), occurrenceID(name, n), true
+			}
+		}
+		r, err := q.db.ResumeRec(ctx, a)
+		if err != nil {
+			return false, err
+		}
+		switch r.Code {
+		case 0:
+			return false, ErrNotFound
+		case 2:
+			return false, nil
+		case 5:
+			after = r.RetryAfter
+			continue
+		}
+		return true, nil
+	}
+	return false, errors.New("redisq: resume: the registration kept changing; try again")
+}
+
 // Registration is one recurring registration of a queue, as Registrations
 // and Registration read it. Times are by the Redis clock.
 type Registration struct {
@@ -382,6 +466,9 @@ type Registration struct {
 	// Ended is set when the schedule had no occurrence after the last one
 	// enqueued; the registration stays until Unregister.
 	Ended bool
+	// Paused is when PauseRecurring paused it (zero: not paused); Next is
+	// then zero.
+	Paused time.Time
 	// Seen is when a process whose code registers it last said so: a
 	// Register call, then every minute the keeper (KeepRecurring, run by
 	// every Worker) of the Queue value that registered it. Zero when none
@@ -504,6 +591,9 @@ func registration(row rdb.Reg, now int64) Registration {
 	}
 	if hasLast {
 		g.Last = msTime(last)
+	}
+	if row.Paused > 0 {
+		g.Paused, g.Next = msTime(row.Paused), time.Time{}
 	}
 	return g
 }

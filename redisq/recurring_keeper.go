@@ -267,7 +267,7 @@ func (k *keeper) readAll(ctx context.Context) (string, error) {
 			k.q.opt.logger.Warn("redisq: recurring registration not kept by this process: its schedule cannot be computed here",
 				"queue", k.q.name, "registration", row.Name, "spec", row.Spec, "err", sp.err)
 		}
-		regs[row.Name] = &keptReg{name: row.Name, sched: sp.s, catchUp: row.CatchUp, gen: row.Gen, at: row.At, ended: row.Ended}
+		regs[row.Name] = &keptReg{name: row.Name, sched: sp.s, catchUp: row.CatchUp, gen: row.Gen, at: row.At, ended: row.Ended || row.Paused > 0}
 	}
 	k.regs, k.specs = regs, specs
 	return feedID, nil

@@ -65,6 +65,11 @@ func commands() []command {
 			min: 3, max: 3, flags: registerFlags, run: cmdRegister, write: true},
 		{name: "unregister", args: "QUEUE NAME", help: "remove the recurring registration NAME: no occurrence is enqueued any more, and its last one, if still scheduled, is cancelled",
 			min: 2, max: 2, flags: withYes, run: cmdUnregister, write: true},
+		{name: "pause-recurring", args: "QUEUE NAME", help: "pause the recurring registration NAME: no occurrence is enqueued until resume-recurring, " +
+			"and its scheduled occurrence, if not yet due, is cancelled (the registration and its definition stay)",
+			min: 2, max: 2, run: func(e *env) error { return cmdPauseRecurring(e, true) }, write: true},
+		{name: "resume-recurring", args: "QUEUE NAME", help: "resume a paused recurring registration: its first occurrence after now is enqueued, those of the pause are skipped",
+			min: 2, max: 2, run: func(e *env) error { return cmdPauseRecurring(e, false) }, write: true},
 		{name: "watch", args: "QUEUE", help: "stats refreshed every second, with rates and a chart of items coming due",
 			min: 1, max: 1, flags: watchFlags, run: cmdWatch, serving: true},
 		{name: "serve-metrics", args: "[QUEUE...]", help: "serve Prometheus metrics for the queues (default: every queue on the server): their stats and their recurring registrations",

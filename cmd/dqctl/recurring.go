@@ -86,6 +86,7 @@ type registrationJSON struct {
 	Last        time.Time `json:"last,omitzero"`
 	Next        time.Time `json:"next,omitzero"`
 	Ended       bool      `json:"ended"`
+	Paused      time.Time `json:"paused,omitzero"`
 	Behind      bool      `json:"behind"`
 	Seen        time.Time `json:"seen,omitzero"`
 	Orphaned    bool      `json:"orphaned"`
@@ -104,6 +105,8 @@ func nextCell(r redisq.Registration, now time.Time) string {
 	switch {
 	case r.Ended:
 		return "ended"
+	case !r.Paused.IsZero():
+		return "paused " + rel(r.Paused, now) + " (dqctl resume-recurring)"
 	case r.Next.IsZero() && r.SpecErr != nil:
 		return "cannot compute here: " + clean(r.SpecErr.Error())
 	case r.Next.IsZero():
@@ -153,7 +156,7 @@ func cmdRecurring(e *env) error {
 		for _, r := range regs {
 			j := registrationJSON{Name: r.Name, Spec: r.Spec, CatchUp: r.CatchUp, Version: r.Version, Created: r.Created,
 				Updated: r.Updated, Enqueued: r.Enqueued, EnqueuedID: r.EnqueuedID, Last: r.Last, Next: r.Next,
-				Ended: r.Ended, Behind: behind(r, now), Seen: r.Seen, Orphaned: r.Orphaned(now), PayloadSize: r.PayloadSize}
+				Ended: r.Ended, Paused: r.Paused, Behind: behind(r, now), Seen: r.Seen, Orphaned: r.Orphaned(now), PayloadSize: r.PayloadSize}
 			if r.SpecErr != nil {
 				j.SpecError = r.SpecErr.Error()
 			}
@@ -344,6 +347,41 @@ func cmdUnregister(e *env) error {
 		e.printf("unregistered %s of queue %s; cancelled its scheduled occurrence (the last one enqueued)\n", quote(name), quote(q.Name()))
 	} else {
 		e.printf("unregistered %s of queue %s; no occurrence of it was scheduled (one taken runs to its end)\n", quote(name), quote(q.Name()))
+	}
+	return nil
+}
+
+// cmdPauseRecurring pauses (pause true) or resumes a registration.
+func cmdPauseRecurring(e *env, pause bool) error {
+	name := e.args[1]
+	if err := checkRegName(name); err != nil {
+		return err
+	}
+	q, err := e.queue()
+	if err != nil {
+		return err
+	}
+	var did bool
+	if pause {
+		did, err = q.PauseRecurring(e.ctx, name)
+	} else {
+		did, err = q.ResumeRecurring(e.ctx, name)
+	}
+	if errors.Is(err, redisq.ErrNotFound) {
+		return notFound("no registration %s in queue %s; nothing changed (dqctl recurring lists them)", quote(name), quote(q.Name()))
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case pause && did:
+		e.printf("paused %s of queue %s; cancelled its scheduled occurrence (not yet due); no occurrence is enqueued until resume-recurring\n", quote(name), quote(q.Name()))
+	case pause:
+		e.printf("paused %s of queue %s; no occurrence is enqueued until resume-recurring (none was waiting to be cancelled, or it was paused already)\n", quote(name), quote(q.Name()))
+	case did:
+		e.printf("resumed %s of queue %s: its next occurrence after now is enqueued; those of the pause are skipped\n", quote(name), quote(q.Name()))
+	default:
+		e.printf("%s of queue %s is not paused; nothing changed\n", quote(name), quote(q.Name()))
 	}
 	return nil
 }

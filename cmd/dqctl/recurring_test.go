@@ -382,3 +382,36 @@ func TestRecurringOrphaned(t *testing.T) {
 	}
 	dqctl(t, "", append(a, "recurring", "orders")...).want(t, exitOK, "; 1 orphaned: ")
 }
+
+// TestPauseResumeRecurring: pause-recurring cancels the scheduled
+// occurrence and recurring shows the registration paused; a second pause
+// says so; resume-recurring enqueues the next occurrence; an unknown name
+// exits 3.
+func TestPauseResumeRecurring(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	a := []string{"-redis", f.addr}
+	f.registrations(t)
+	g, err := f.q.Registration(ctx, "daily")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dqctl(t, "", append(a, "pause-recurring", "orders", "daily")...).
+		want(t, exitOK, `paused "daily" of queue "orders"; cancelled its scheduled occurrence (not yet due)`)
+	if _, err := f.q.Get(ctx, g.EnqueuedID); err != redisq.ErrNotFound {
+		t.Fatalf("its occurrence %q is still there: %v", g.EnqueuedID, err)
+	}
+	dqctl(t, "", append(a, "recurring", "orders")...).want(t, exitOK, "paused ", "(dqctl resume-recurring)")
+	dqctl(t, "", append(a, "pause-recurring", "orders", "daily")...).want(t, exitOK, "or it was paused already")
+	dqctl(t, "", append(a, "resume-recurring", "orders", "daily")...).
+		want(t, exitOK, `resumed "daily" of queue "orders": its next occurrence after now is enqueued`)
+	g2, err := f.q.Registration(ctx, "daily")
+	if err != nil || !g2.Paused.IsZero() || g2.Next.IsZero() {
+		t.Fatalf("after resume: %+v %v", g2, err)
+	}
+	if _, err := f.q.Get(ctx, g2.EnqueuedID); err != nil {
+		t.Fatalf("the resumed occurrence %q: %v", g2.EnqueuedID, err)
+	}
+	dqctl(t, "", append(a, "resume-recurring", "orders", "daily")...).want(t, exitOK, `"daily" of queue "orders" is not paused; nothing changed`)
+	dqctl(t, "", append(a, "pause-recurring", "orders", "nope")...).want(t, exitNotFound, `no registration "nope" in queue "orders"; nothing changed`)
+}

@@ -13,6 +13,8 @@ var (
 	scriptRecGet     = newScript("rec_get")
 	scriptAdvance    = newScript("advance", kSched, kSeq, kWake).acked()
 	scriptSeen       = newScript("seen")
+	scriptRecPause   = newScript("rec_pause", kSched, kStats).acked()
+	scriptRecResume  = newScript("rec_resume", kSched, kWake, kStats, kSeq).acked()
 )
 
 // RegisterArgs is one Register (lua/register.lua): the definition, and
@@ -84,6 +86,7 @@ type Reg struct {
 	At, Prev         int64 // the watermark, and the occurrence before it
 	HasPrev, Ended   bool
 	Extra, Seen      int64  // the last extra run and the last sighting (0: none)
+	Paused           int64  // when PauseRec paused it (0: not paused)
 	ItemState        string // the state code of the item of ID ("" when it is gone)
 	ItemDue          int64
 	Size             int64
@@ -92,7 +95,7 @@ type Reg struct {
 }
 
 // regFields is the number of reply elements per registration of reg_out.
-const regFields = 17 + 6
+const regFields = 18 + 6
 
 func regsOf(res []interface{}) []Reg {
 	var regs []Reg
@@ -102,8 +105,8 @@ func regsOf(res []interface{}) []Reg {
 		regs = append(regs, Reg{
 			Name: s(0), Spec: s(1), CatchUp: int(n(2)), Version: n(3), Created: n(4), Updated: n(5),
 			Gen: n(6), At: n(7), Prev: n(8), HasPrev: s(8) != "", Ended: s(9) == "1", ID: s(10),
-			Extra: n(11), Seen: n(12), ItemState: s(13), ItemDue: ToMS(res[i+14]),
-			Size: n(15), Payload: s(16), Job: jobOf(res[i+17 : i+regFields]),
+			Extra: n(11), Seen: n(12), Paused: n(13), ItemState: s(14), ItemDue: ToMS(res[i+15]),
+			Size: n(16), Payload: s(17), Job: jobOf(res[i+18 : i+regFields]),
 		})
 	}
 	return regs
@@ -215,4 +218,57 @@ func (r *Runner) Seen(ctx context.Context, names []string) error {
 	}
 	_, err := r.run(ctx, scriptSeen, keys, args...)
 	return err
+}
+
+// PauseRec pauses registration name (lua/rec_pause.lua): found false when
+// there is none, already when it was paused; cancelled when the item of
+// its last occurrence was scheduled and not yet due, and is cancelled.
+func (r *Runner) PauseRec(ctx context.Context, name string) (found, already, cancelled bool, err error) {
+	res, err := r.runOnce(ctx, scriptRecPause, []string{r.Keys.Rec(name), r.Keys.Recx}, name)
+	if err != nil {
+		return false, false, false, err
+	}
+	switch toInt(res[0]) {
+	case 0:
+		return false, false, false, nil
+	case 2:
+		return true, true, false, nil
+	}
+	return true, false, toInt(res[1]) == 1, nil
+}
+
+// ResumeArgs is one ResumeRec: the first occurrence after now (ms), its
+// due time and item id; HasFirst false when the schedule has none.
+type ResumeArgs struct {
+	Name     string
+	First    int64
+	FirstDue int64
+	FirstID  string
+	HasFirst bool
+}
+
+// ResumeRec resumes a paused registration (lua/rec_resume.lua): Code 0 not
+// found, 1 resumed, 2 not paused, 5 retry after RetryAfter (ms: the first
+// occurrence given is not after the last one that has come).
+func (r *Runner) ResumeRec(ctx context.Context, a ResumeArgs) (RegisterReply, error) {
+	first, id := "", ""
+	if a.HasFirst {
+		first, id = strconv.FormatInt(a.First, 10), a.FirstID
+	}
+	keys := []string{r.Keys.Rec(a.Name), r.Keys.Recx}
+	if a.HasFirst {
+		keys = append(keys, r.Keys.Item(id))
+	}
+	res, err := r.runOnce(ctx, scriptRecResume, keys, a.Name, first, id, a.FirstDue)
+	if err != nil {
+		return RegisterReply{}, err
+	}
+	code := int(toInt(res[0]))
+	switch code {
+	case 0, 1, 2:
+		return RegisterReply{Code: code}, nil
+	case 5:
+		return RegisterReply{Code: 5, RetryAfter: toInt(res[1])}, nil
+	}
+	return RegisterReply{}, errUnexpected("resume", res)
 }

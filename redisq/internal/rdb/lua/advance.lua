@@ -6,7 +6,7 @@
 -- increasing occurrences, each after the watermark. Returns {1, now} when done (the
 -- occurrences whose item exists are not enqueued again); {0, now, g, at,
 -- end} when the registration is not at that generation and watermark, or
--- has ended (g 0: it is gone), and nothing is done; {2, now} when the
+-- has ended or is paused (end 1; g 0: it is gone), and nothing is done; {2, now} when the
 -- watermark has not come yet; {3, now} when the occurrence the plan skips
 -- has not come yet by the Redis clock (compute the plan again).
 --
@@ -20,12 +20,12 @@
 --@include rec
 
 local R = rec_key(ARGV[2])
-local f = redis.call('HMGET', R, 'g', 'at', 'end')
+local f = redis.call('HMGET', R, 'g', 'at', 'end', 'ps')
 local now = now_ms()
 if not f[1] then return {0, now, 0, 0, 0} end
-if tonumber(f[1]) ~= tonumber(ARGV[3]) or tonumber(f[2]) ~= tonumber(ARGV[4]) or f[3] then
+if tonumber(f[1]) ~= tonumber(ARGV[3]) or tonumber(f[2]) ~= tonumber(ARGV[4]) or f[3] or f[4] then
   local e = 0
-  if f[3] then e = 1 end
+  if f[3] or f[4] then e = 1 end
   return {0, now, tonumber(f[1]), tonumber(f[2]), e}
 end
 if tonumber(f[2]) > now then return {2, now} end

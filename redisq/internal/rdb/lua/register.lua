@@ -21,7 +21,10 @@
 --@include rec
 
 local R = rec_key(ARGV[2])
-local f = redis.call('HMGET', R, 's', 'p', 'cu', 'v', 'g', 'id', 'at', 'pv', 'rq', 'rr')
+local f = redis.call('HMGET', R, 's', 'p', 'cu', 'v', 'g', 'id', 'at', 'pv', 'rq', 'rr', 'ps')
+-- A paused registration (rec_pause) that changes stays paused: its
+-- definition is replaced, nothing is enqueued, its watermark stays.
+local paused = f[11]
 local jf = job_fields(13, {})
 -- same_job: the stored job is the one given.
 local function same_job()
@@ -50,14 +53,18 @@ if f[1] then
   end
   code, first, fid, fdue, g = 2, tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[12]), tonumber(f[5]) + 1
   local at = tonumber(f[7])
-  if at <= now then
-    if first <= at then return {5, now, at, at} end
-    pv = at
+  if paused then
+    first, fid = at, f[6]
+  else
+    if at <= now then
+      if first <= at then return {5, now, at, at} end
+      pv = at
+    end
+    -- Found while running: read before the first write.
+    if f[6] then old = redis.call('HMGET', ARGV[1] .. f[6], 'st', 'mem', 'due') end
   end
-  -- Found while running: read before the first write.
-  if f[6] then old = redis.call('HMGET', ARGV[1] .. f[6], 'st', 'mem', 'due') end
 end
-local exists = redis.call('EXISTS', ARGV[1] .. fid) == 1
+local exists = paused or redis.call('EXISTS', ARGV[1] .. fid) == 1
 if old and old[1] == 's' and tonumber(old[3]) > now then
   redis.call('ZREM', K_SCHED, old[2])
   redis.call('DEL', ARGV[1] .. f[6])

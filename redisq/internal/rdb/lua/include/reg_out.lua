@@ -1,15 +1,15 @@
 -- reg_out(out, name, withp): it appends the registration
--- name's fields (name, s, cu, v, ct, ut, g, at, pv, end, id, rn, sn, the
+-- name's fields (name, s, cu, v, ct, ut, g, at, pv, end, id, rn, sn, ps, the
 -- state and due time of the item of id, payload size, payload or an empty
 -- string, the job fields) to out, or nothing when its hash is missing. Its hash and that
 -- item's are found while running; the scripts using it do not write.
 
 local function reg_out(out, name, withp)
   local R = rec_key(name)
-  local f = redis.call('HMGET', R, 's', 'cu', 'v', 'ct', 'ut', 'g', 'at', 'pv', 'end', 'id', 'rn', 'sn')
+  local f = redis.call('HMGET', R, 's', 'cu', 'v', 'ct', 'ut', 'g', 'at', 'pv', 'end', 'id', 'rn', 'sn', 'ps')
   if not f[1] then return end
   out[#out + 1] = name
-  for i = 1, 12 do out[#out + 1] = f[i] or '' end
+  for i = 1, 13 do out[#out + 1] = f[i] or '' end
   local it = {}
   if f[10] then it = redis.call('HMGET', ARGV[1] .. f[10], 'st', 'due') end
   out[#out + 1] = it[1] or ''
