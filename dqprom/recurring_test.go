@@ -154,3 +154,38 @@ func TestRecurringCollectorUnknownSchedule(t *testing.T) {
 	wantLines(t, body, `redisq_recurring_scrape_error{error="registration \"x\": schedule \"every 5m jitter 10s\" cannot be computed`, `queue="q"} 1`)
 	wantLines(t, body, `redisq_recurring_enqueued_occurrence_timestamp_seconds{name="x",queue="q"} `)
 }
+
+// A paused registration has its pause time and no next run; resumed, the
+// next run is back and the pause gone.
+func TestRecurringPaused(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "mail")
+	if _, err := q.Register(ctx, "daily", redisq.EveryPhase(24*time.Hour, 9*time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.PauseRecurring(ctx, "daily"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := q.Registration(ctx, "daily")
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := dqprom.NewRecurringCollector(q)
+	want := fmt.Sprintf(`
+# HELP redisq_recurring_paused_timestamp_seconds When the registration was paused (redisq Queue.PauseRecurring; Unix time by the Redis clock): no occurrence is enqueued until it is resumed. Absent when it is not paused.
+# TYPE redisq_recurring_paused_timestamp_seconds gauge
+redisq_recurring_paused_timestamp_seconds{name="daily",queue="mail"} %s
+`, secs(g.Paused))
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "redisq_recurring_paused_timestamp_seconds", "redisq_recurring_next_occurrence_timestamp_seconds"); err != nil {
+		t.Error(err)
+	}
+	if _, err := q.ResumeRecurring(ctx, "daily"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(col, "redisq_recurring_paused_timestamp_seconds", "redisq_recurring_next_occurrence_timestamp_seconds"); n != 1 {
+		t.Errorf("after resume: %d series, want the next run alone", n)
+	}
+}

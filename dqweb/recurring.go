@@ -54,6 +54,7 @@ type regRow struct {
 	SpecErr         string // why this process cannot compute its occurrences
 	Long            bool   // the name may wrap
 	Next, Last      when
+	Paused          when // when PauseRecurring paused it (unset: not paused)
 	Behind, Ended   bool
 	CatchUp         int
 	Version         int64
@@ -139,7 +140,7 @@ func (h *handler) recurringList(ctx context.Context, r *http.Request, q *redisq.
 	for _, g := range page {
 		row := regRow{NameShown: shown(g.Name), Spec: shown(g.Spec), Last: at(g.Last, d.Now), Next: at(g.Next, d.Now),
 			Behind: isBehind(g, d.Now), Ended: g.Ended, CatchUp: g.CatchUp, Version: g.Version, PayloadSize: g.PayloadSize,
-			Seen: at(g.Seen, d.Now), Orphaned: g.Orphaned(d.Now)}
+			Seen: at(g.Seen, d.Now), Orphaned: g.Orphaned(d.Now), Paused: at(g.Paused, d.Now)}
 		row.Long = len(row.NameShown) > longID
 		if g.SpecErr != nil && g.Next.IsZero() {
 			row.SpecErr = message(g.SpecErr.Error())

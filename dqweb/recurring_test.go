@@ -351,3 +351,29 @@ func TestRecurringSeenAndOrphaned(t *testing.T) {
 		t.Errorf("gone, registered again, is still orphaned:\n%s", row)
 	}
 }
+
+// TestRecurringPausedShown: a paused registration's NEXT cell says paused,
+// since when, instead of a next run.
+func TestRecurringPausedShown(t *testing.T) {
+	f := webtest.NewFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	if _, err := f.Q.Register(ctx, "daily", redisq.EveryPhase(24*time.Hour, 9*time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Q.PauseRecurring(ctx, "daily"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := f.Q.Registration(ctx, "daily")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := get(t, client(t), f.TabURL("orders", "recurring"))
+	checkPage(t, "recurring tab", r, 200<<10)
+	row := regRows(t, r.body)["daily"]
+	for _, want := range []string{`<span class="badge paused" title="paused (Queue.PauseRecurring, dqctl pause-recurring): no occurrence is enqueued until it is resumed">paused</span> <time`,
+		`<span class="abs">` + g.Paused.UTC().Format("2006-01-02 15:04:05.000 UTC") + `</span>`} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the paused row lacks %s:\n%s", want, row)
+		}
+	}
+}
