@@ -312,14 +312,26 @@ func TestOneChunkIsSentByHash(t *testing.T) {
 // commandCalls is how many times the server ran the command name since the
 // last CONFIG RESETSTAT (INFO commandstats).
 func commandCalls(t testing.TB, c *redis.Client, name string) int64 {
+	return commandStat(t, c, name, "calls")
+}
+
+// commandStat is the field (calls, usec, ...) of command name in INFO
+// commandstats, 0 when the server has not run it.
+func commandStat(t testing.TB, c *redis.Client, name, field string) int64 {
 	t.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	require.NoError(t, err)
 	for _, l := range splitLines(info) {
-		if rest, ok := strings.CutPrefix(l, "cmdstat_"+name+":calls="); ok {
-			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			require.NoError(t, err)
-			return n
+		rest, ok := strings.CutPrefix(l, "cmdstat_"+name+":")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(f, field+"="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err)
+				return n
+			}
 		}
 	}
 	return 0

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -151,25 +150,8 @@ func measureServer(b *testing.B, c *redis.Client, perOp int, op func()) {
 // scriptTime is the time the server spent in EVAL and EVALSHA so far.
 func scriptTime(t testing.TB, c *redis.Client) time.Duration {
 	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
-	var sum time.Duration
-	for _, l := range splitLines(info) {
-		for _, k := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
-			rest, ok := strings.CutPrefix(l, k)
-			if !ok {
-				continue
-			}
-			for _, f := range strings.Split(rest, ",") {
-				if v, ok := strings.CutPrefix(f, "usec="); ok {
-					us, err := strconv.ParseInt(v, 10, 64)
-					require.NoError(t, err)
-					sum += time.Duration(us) * time.Microsecond
-				}
-			}
-		}
-	}
-	return sum
+	us := commandStat(t, c, "evalsha", "usec") + commandStat(t, c, "eval", "usec")
+	return time.Duration(us) * time.Microsecond
 }
 
 // costRun numbers the queues of BenchmarkServerCost: a benchmark function

@@ -312,17 +312,25 @@ func registerQueue(e *env) (*redisq.Queue, error) {
 	return redisq.New(e.ctx, e.c, e.args[0], redisq.WithEvictionCheck(redisq.EvictionIgnore))
 }
 
-func cmdUnregister(e *env) error {
-	name := e.args[1]
+// regTarget opens the queue of args[0] for the registration named by
+// args[1], and returns the error to give when that registration is missing.
+func regTarget(e *env) (q *redisq.Queue, name string, missing func() error, err error) {
+	name = e.args[1]
 	if err := checkRegName(name); err != nil {
-		return err
+		return nil, "", nil, err
 	}
-	q, err := e.queue()
+	if q, err = e.queue(); err != nil {
+		return nil, "", nil, err
+	}
+	return q, name, func() error {
+		return notFound("no registration %s in queue %s; nothing changed (dqctl recurring lists them)", quote(name), quote(q.Name()))
+	}, nil
+}
+
+func cmdUnregister(e *env) error {
+	q, name, missing, err := regTarget(e)
 	if err != nil {
 		return err
-	}
-	missing := func() error {
-		return notFound("no registration %s in queue %s; nothing changed (dqctl recurring lists them)", quote(name), quote(q.Name()))
 	}
 	g, err := q.Registration(e.ctx, name)
 	if errors.Is(err, redisq.ErrNotFound) {
@@ -353,11 +361,7 @@ func cmdUnregister(e *env) error {
 
 // cmdPauseRecurring pauses (pause true) or resumes a registration.
 func cmdPauseRecurring(e *env, pause bool) error {
-	name := e.args[1]
-	if err := checkRegName(name); err != nil {
-		return err
-	}
-	q, err := e.queue()
+	q, name, missing, err := regTarget(e)
 	if err != nil {
 		return err
 	}
@@ -368,7 +372,7 @@ func cmdPauseRecurring(e *env, pause bool) error {
 		did, err = q.ResumeRecurring(e.ctx, name)
 	}
 	if errors.Is(err, redisq.ErrNotFound) {
-		return notFound("no registration %s in queue %s; nothing changed (dqctl recurring lists them)", quote(name), quote(q.Name()))
+		return missing()
 	}
 	if err != nil {
 		return err
