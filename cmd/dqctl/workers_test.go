@@ -95,12 +95,14 @@ func TestWorkers(t *testing.T) {
 	r = dqctl(t, "", append(a, "workers", "orders")...)
 	r.want(t, exitOK, "NAME  ", "  HOST  ", "  PID  ", "  STARTED  ", "  LAST BEAT  ", "  RUNNING  ", "  HELD\n",
 		"2 live workers: 13 of 13 handlers running, ", "; in flight 14, due 0\n", "  and 2 more (-full: all)\n")
+	// A time of 0 ms ago reads "now" (rel).
+	ago := `(?:\S+ ago|now)`
 	abs := `(\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\dZ`
 	for _, want := range []string{
-		`(?m)^mailer +\S+ +\d+ +\S+ ago \(` + abs + `\) +\S+ ago +12/12 +\d+$`,
-		`(?m)^"wk\\x1b\[31m\\u202e" +\S+ +\d+ +\S+ ago \(` + abs + `\) +\S+ ago +1/1 +\d+$`,
-		`(?m)^mailer \(host \S+, pid \d+, worker [0-9a-f]{16}\) runs:\n  ID +CLAIMED +ATTEMPT\n(  w\d\d +\S+ ago \(` + abs + `\) +1\n){10}  and 2 more`,
-		`(?m)^"wk\\x1b\[31m\\u202e" \(host \S+, pid \d+, worker [0-9a-f]{16}\) runs:\n  ID +CLAIMED +ATTEMPT\n  w\d\d +\S+ ago \(` + abs + `\) +1\n\n?`,
+		`(?m)^mailer +\S+ +\d+ +` + ago + ` \(` + abs + `\) +` + ago + ` +12/12 +\d+$`,
+		`(?m)^"wk\\x1b\[31m\\u202e" +\S+ +\d+ +` + ago + ` \(` + abs + `\) +` + ago + ` +1/1 +\d+$`,
+		`(?m)^mailer \(host \S+, pid \d+, worker [0-9a-f]{16}\) runs:\n  ID +CLAIMED +ATTEMPT\n(  w\d\d +` + ago + ` \(` + abs + `\) +1\n){10}  and 2 more`,
+		`(?m)^"wk\\x1b\[31m\\u202e" \(host \S+, pid \d+, worker [0-9a-f]{16}\) runs:\n  ID +CLAIMED +ATTEMPT\n  w\d\d +` + ago + ` \(` + abs + `\) +1\n\n?`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("workers lacks %s:\n%s", want, r.stdout)
