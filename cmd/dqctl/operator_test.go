@@ -274,7 +274,7 @@ func TestPauseResume(t *testing.T) {
 	r := dqctl(t, "", append(a, "queues")...)
 	r.want(t, exitOK, "PAUSED")
 	// Since when, relative and absolute.
-	if !regexp.MustCompile(`paused \S+ ago \(\d\d:\d\d:\d\dZ\)\n`).MatchString(r.stdout) || strings.Count(r.stdout, "paused") != 1 {
+	if !regexp.MustCompile(`paused (?:\S+ ago|now) \(\d\d:\d\d:\d\dZ\)\n`).MatchString(r.stdout) || strings.Count(r.stdout, "paused") != 1 {
 		t.Errorf("queues:\n%s", r.stdout)
 	}
 	dqctl(t, "", append(a, "queues", "-json")...).want(t, exitOK, `"paused": true`)

@@ -131,7 +131,7 @@ func TestQueuesSickFirst(t *testing.T) {
 	}
 	r = dqctl(t, "", append(a, "queues")...)
 	r.want(t, exitOK, "FAILED  PAUSED\n")
-	m := regexp.MustCompile(`(?m)^wait .* paused \S+ ago \(((\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\dZ)\)$`).FindStringSubmatch(r.stdout)
+	m := regexp.MustCompile(`(?m)^wait .* paused (?:\S+ ago|now) \(((\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\dZ)\)$`).FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("the paused queue does not say since when:\n%s", r.stdout)
 	}
@@ -185,7 +185,7 @@ func TestStatsPausedSinceAndSeparators(t *testing.T) {
 	for _, cmd := range [][]string{{"stats", "orders"}, {"watch", "orders", "-n", "1"}} {
 		r = dqctl(t, "", append(a, cmd...)...)
 		r.want(t, exitOK, "  PAUSED: no item is delivered until the queue is resumed (dqctl resume)\n")
-		if !regexp.MustCompile(`\n  paused since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC \(\S+ ago\)\n`).MatchString(r.stdout) {
+		if !regexp.MustCompile(`\n  paused since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC \((?:\S+ ago|now)\)\n`).MatchString(r.stdout) {
 			t.Errorf("%v does not say since when:\n%s", cmd, r.stdout)
 		}
 		for _, l := range strings.Split(r.stdout, "\n") {
@@ -215,7 +215,7 @@ func TestPartitionedStatsPaused(t *testing.T) {
 	}
 	r := dqctl(t, "", append(a, "stats", "orders")...)
 	r.want(t, exitOK, "  PAUSED: 1 of 3 partitions deliver nothing until resumed (dqctl resume)\n", "PAUSED\n")
-	if !regexp.MustCompile(`(?m)^  1 +`+regexp.QuoteMeta(f.p.Partition(1).Name())+` .* paused \S+ ago \(\S+Z\)$`).MatchString(r.stdout) ||
+	if !regexp.MustCompile(`(?m)^  1 +`+regexp.QuoteMeta(f.p.Partition(1).Name())+` .* paused (?:\S+ ago|now) \(\S+Z\)$`).MatchString(r.stdout) ||
 		strings.Contains(r.stdout, "paused since") {
 		t.Errorf("partition 1's row does not say since when it is paused, or the queue is said paused:\n%s", r.stdout)
 	}
