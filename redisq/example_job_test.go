@@ -85,3 +85,32 @@ func ExampleDebounce() {
 	// Output:
 	// 1 c3
 }
+
+// SetRateLimit: at most N claims of a limit key's items in any Per, across
+// every process; an item over the limit waits in Redis for its slot.
+func ExampleQueue_SetRateLimit() {
+	q, done := exampleQueue("mail")
+	defer done()
+	ctx := context.Background()
+	if err := q.SetRateLimit(ctx, "smtp", redisq.RateLimit{N: 2, Per: time.Hour}); err != nil {
+		panic(err)
+	}
+	for _, id := range []string{"m1", "m2", "m3"} {
+		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, Job: redisq.Job{LimitKey: "smtp"}}); err != nil {
+			panic(err)
+		}
+	}
+	ms, err := q.TakeBatch(ctx, 10)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(ms), ms[0].ID, ms[1].ID)
+	it, _ := q.Get(ctx, "m3")
+	fmt.Println(it.State, it.RateSlot.Sub(ms[0].ClaimedAt).Round(time.Minute))
+	st, _ := q.RateLimitState(ctx, "smtp")
+	fmt.Println(st.Limit, st.Used, st.Waiting)
+	// Output:
+	// 2 m1 m2
+	// scheduled 1h0m0s
+	// 2 per 1h0m0s 2 1
+}

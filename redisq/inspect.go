@@ -130,6 +130,10 @@ type Item struct {
 	Expires     time.Time `json:"expires,omitzero"`
 	ResultSize  int       `json:"result_size,omitempty"`
 	Result      []byte    `json:"result,omitempty"`
+	// RateSlot is set on a scheduled item that a claim found over its
+	// LimitKey's rate limit (see Queue.SetRateLimit): the slot it waits
+	// for, later than Due; zero otherwise.
+	RateSlot time.Time `json:"rate_slot,omitzero"`
 	// Job is the item's kind, headers and options, as enqueued.
 	Job
 
@@ -152,6 +156,10 @@ func itemFrom(r rdb.Item) Item {
 		pos:         r.Pos,
 	}
 	switch it.State {
+	case StateScheduled:
+		if r.SlotWait != 0 && r.SlotWait == r.Score {
+			it.RateSlot = msTime(r.SlotWait)
+		}
 	case StateInFlight:
 		it.LeaseDeadline = msTime(r.Deadline)
 	case StateDead:

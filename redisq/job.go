@@ -57,7 +57,15 @@ type Job struct {
 	// held (see Debounce): it replaces the item holding it if that item
 	// still waits, instead of being refused.
 	Debounce bool `json:"debounce,omitempty"`
+	// LimitKey is the key whose rate limit the item's starts count
+	// against (see Queue.SetRateLimit), for example a tenant or an API
+	// host; "" counts against the queue's own (the limit of the key "").
+	// At most MaxLimitKeyLen bytes, any bytes.
+	LimitKey string `json:"limit_key,omitempty"`
 }
+
+// MaxLimitKeyLen is the longest Job.LimitKey, in bytes.
+const MaxLimitKeyLen = 1024
 
 // MaxUniqueKeyLen is the longest Job.UniqueKey, in bytes.
 const MaxUniqueKeyLen = 1024
@@ -153,6 +161,14 @@ func Debounce(key string, window time.Duration) JobOption {
 	return func(j *Job) { j.UniqueKey, j.UniqueFor, j.Debounce = key, window, true }
 }
 
+// LimitKey makes the item's starts count against key's rate limit (see
+// Queue.SetRateLimit) instead of the queue's own. Items of a key without a
+// limit are not limited. Partitioned refuses it (a Partitioned routes by
+// id, so one key's items would be limited per partition).
+func LimitKey(key string) JobOption {
+	return func(j *Job) { j.LimitKey = key }
+}
+
 // WithJob sets every field of the item's Job to j's (for a Job read from
 // an Item or a Message, to enqueue it again). It copies j.Headers, so that
 // a later Header option does not write into j's map.
@@ -200,6 +216,9 @@ func (j *Job) check() error {
 			return fmt.Errorf("redisq: Unique(%q, %v): the window must be positive and at most %v", j.UniqueKey, j.UniqueFor, MaxUniqueFor)
 		}
 	}
+	if len(j.LimitKey) > MaxLimitKeyLen {
+		return fmt.Errorf("redisq: a LimitKey of %d bytes, over MaxLimitKeyLen (%d)", len(j.LimitKey), MaxLimitKeyLen)
+	}
 	if j.BackoffBase > 0 && j.BackoffMax < j.BackoffBase {
 		return fmt.Errorf("redisq: Backoff(%v, %v): the max is below the base", j.BackoffBase, j.BackoffMax)
 	}
@@ -215,9 +234,17 @@ func (j *Job) noUnique(where string) error {
 	return nil
 }
 
+// noLimitKey refuses a Job with a LimitKey where a limit cannot hold.
+func (j *Job) noLimitKey(where string) error {
+	if j.LimitKey != "" {
+		return fmt.Errorf("redisq: %s does not take LimitKey (rate limits apply to a Queue)", where)
+	}
+	return nil
+}
+
 // stored is j as the storage layer keeps it.
 func (j *Job) stored() rdb.Job {
-	r := rdb.Job{Kind: j.Kind, Headers: j.Headers, MaxAttempts: int64(j.MaxAttempts)}
+	r := rdb.Job{Kind: j.Kind, Headers: j.Headers, MaxAttempts: int64(j.MaxAttempts), LimitKey: j.LimitKey}
 	if j.BackoffBase > 0 {
 		r.BackoffBase, r.BackoffMax = delayUS(j.BackoffBase), delayUS(j.BackoffMax)
 	}
@@ -240,7 +267,7 @@ func (j *Job) stored() rdb.Job {
 // jobFrom is the Job of a stored one.
 func jobFrom(r rdb.Job) Job {
 	j := Job{Kind: r.Kind, Headers: r.Headers, MaxAttempts: int(r.MaxAttempts),
-		Timeout: time.Duration(r.Timeout) * time.Microsecond, Retention: msDuration(r.Retention)}
+		Timeout: time.Duration(r.Timeout) * time.Microsecond, Retention: msDuration(r.Retention), LimitKey: r.LimitKey}
 	if r.BackoffBase > 0 {
 		j.BackoffBase = time.Duration(r.BackoffBase) * time.Microsecond
 		j.BackoffMax = time.Duration(r.BackoffMax) * time.Microsecond

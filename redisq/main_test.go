@@ -72,6 +72,34 @@ func runHelper(mode string) int {
 		}
 		fmt.Println("DONE")
 		return 0
+	case "rate":
+		// Claims for ever, printing "CLAIM id ClaimedAt-in-ms key" for each
+		// item: by AckTake when REDISQ_ME is odd, else by TakeBatch(3)
+		// and AckMany, so that both claim scripts meet the limits.
+		if me, _ := strconv.Atoi(os.Getenv("REDISQ_ME")); me%2 == 1 {
+			var m *Message
+			for {
+				if m, err = q.AckTake(ctx, m); err != nil {
+					fmt.Println("ERR", err)
+					return 2
+				}
+				fmt.Printf("CLAIM %s %d %s\n", m.ID, m.ClaimedAt.UnixMilli(), m.LimitKey)
+			}
+		}
+		for {
+			ms, err := q.TakeBatch(ctx, 3)
+			if err != nil {
+				fmt.Println("ERR", err)
+				return 2
+			}
+			for _, m := range ms {
+				fmt.Printf("CLAIM %s %d %s\n", m.ID, m.ClaimedAt.UnixMilli(), m.LimitKey)
+			}
+			if err := errors.Join(q.AckMany(ctx, ms)...); err != nil {
+				fmt.Println("ERR", err)
+				return 2
+			}
+		}
 	}
 	return 3
 }

@@ -481,7 +481,7 @@ func (p *Partitioned) ScheduleAfter(ctx context.Context, id string, payload []by
 // (Unique, Debounce) is refused: one key's enqueues would not meet in one
 // partition.
 func (p *Partitioned) Add(ctx context.Context, it EnqueueItem) (time.Time, error) {
-	if err := it.Job.noUnique("Partitioned"); err != nil {
+	if err := errors.Join(it.Job.noUnique("Partitioned"), it.Job.noLimitKey("Partitioned")); err != nil {
 		return time.Time{}, err
 	}
 	return p.Route(it.ID).Add(ctx, it)
@@ -569,7 +569,7 @@ func (p *Partitioned) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]E
 		if err := items[i].Job.check(); err != nil {
 			return nil, err
 		}
-		if err := items[i].Job.noUnique("Partitioned"); err != nil {
+		if err := errors.Join(items[i].Job.noUnique("Partitioned"), items[i].Job.noLimitKey("Partitioned")); err != nil {
 			return nil, err
 		}
 	}

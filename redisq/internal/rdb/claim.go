@@ -72,7 +72,7 @@ func (r *Runner) Claim(ctx context.Context, a ClaimArgs) (ClaimReply, error) {
 	if c.Next == -2 {
 		return ClaimReply{Now: c.Now, LeaseLost: true}, nil
 	}
-	const stride = 6 + 6 // id, payload, attempts, due, token, deadline, the job fields
+	const stride = 6 + len(JobFields) // id, payload, attempts, due, token, deadline, the job fields
 	for i := 3; i+stride <= len(res); i += stride {
 		p, _ := res[i+1].(string)
 		id, _ := res[i].(string)

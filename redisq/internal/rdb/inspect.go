@@ -95,13 +95,17 @@ type Item struct {
 	Finished    int64 // when a completed item was acked (ms)
 	ResultSize  int
 	Result      []byte // nil when not read
+	// SlotWait is the rate slot a scheduled item waits for (its score,
+	// ms), set when a claim found its limit key's limit reached; 0 when
+	// it does not wait for one.
+	SlotWait int64
 }
 
 // itemStride is the number of reply elements per item from append_item
 // (lua/include/item.lua): id, zset score, st, due, att, dl, enq, can, why,
 // payload size, payload, the job fields (JobFields), fin, result size,
-// result.
-const itemStride = 11 + 6 + 3
+// result, wt.
+const itemStride = 11 + len(JobFields) + 4
 
 func itemOf(r []interface{}) Item {
 	str := func(v interface{}) string { s, _ := v.(string); return s }
@@ -113,10 +117,14 @@ func itemOf(r []interface{}) Item {
 	if p, ok := r[10].(string); ok && (p != "" || it.PayloadSize == 0) {
 		it.Payload = []byte(p)
 	}
-	it.Job = jobOf(r[11:17])
-	it.Finished, it.ResultSize = ToMS(r[17]), int(toInt(r[18]))
-	if p, ok := r[19].(string); ok && (p != "" || it.ResultSize == 0) && it.State == "c" {
+	j := 11 + len(JobFields)
+	it.Job = jobOf(r[11:j])
+	it.Finished, it.ResultSize = ToMS(r[j]), int(toInt(r[j+1]))
+	if p, ok := r[j+2].(string); ok && (p != "" || it.ResultSize == 0) && it.State == "c" {
 		it.Result = []byte(p)
+	}
+	if it.State == "s" {
+		it.SlotWait = ToMS(r[j+3])
 	}
 	return it
 }

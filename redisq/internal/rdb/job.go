@@ -29,16 +29,19 @@ type Job struct {
 	// Debounce: an enqueue of UniqueKey replaces the waiting item holding
 	// its window instead of being refused.
 	Debounce bool
+	// LimitKey (field lk) is the key whose rate limit the item's starts
+	// count against (see lua/include/claim.lua); "" is the queue's own.
+	LimitKey string
 }
 
 // JobFields are the hash fields of a Job, in the order the scripts read
-// them (HMGET ... k j ma bb bx ret; see lua/include/job.lua).
-var JobFields = []string{"k", "j", "ma", "bb", "bx", "ret"}
+// them (HMGET ... k j ma bb bx ret lk; JOB_FIELDS in lua/include/common.lua).
+var JobFields = [...]string{"k", "j", "ma", "bb", "bx", "ret", "lk"}
 
 // IsZero reports whether j sets nothing.
 func (j *Job) IsZero() bool {
 	return j.Kind == "" && len(j.Headers) == 0 && j.MaxAttempts == 0 && j.BackoffBase == 0 &&
-		j.BackoffMax == 0 && j.Timeout == 0 && j.NotAfter == 0 && j.Retention == 0 && j.UniqueKey == ""
+		j.BackoffMax == 0 && j.Timeout == 0 && j.NotAfter == 0 && j.Retention == 0 && j.UniqueKey == "" && j.LimitKey == ""
 }
 
 // unique appends the uniqueness window to an enqueue's ARGV, after the
@@ -78,13 +81,16 @@ func (j *Job) args(a []interface{}) []interface{} {
 	num("bb", j.BackoffBase)
 	num("bx", j.BackoffMax)
 	num("ret", j.Retention)
+	if j.LimitKey != "" {
+		add("lk", j.LimitKey)
+	}
 	a[at] = n
 	return a
 }
 
 // ArgLen is the size of j in ARGV, for ChunkEnds.
 func (j *Job) ArgLen() int {
-	n := len(j.Kind) + 2*len(j.UniqueKey) + 64
+	n := len(j.Kind) + 2*len(j.UniqueKey) + len(j.LimitKey) + 64
 	for k, v := range j.Headers {
 		n += len(k) + len(v) + 4
 	}
@@ -179,7 +185,7 @@ func jobOf(r []interface{}) Job {
 		v, _ := strconv.ParseInt(str(i), 10, 64)
 		return v
 	}
-	j := Job{Kind: str(0), MaxAttempts: num(2), BackoffBase: num(3), BackoffMax: num(4), Retention: num(5)}
+	j := Job{Kind: str(0), MaxAttempts: num(2), BackoffBase: num(3), BackoffMax: num(4), Retention: num(5), LimitKey: str(6)}
 	j.parseBlob(str(1))
 	return j
 }

@@ -16,8 +16,10 @@ import "strconv"
 //	                           flight), enq (first enqueued), why (dead
 //	                           items: the reason), rq/rr (the last request
 //	                           id and its reply), the job fields (k, j, ma,
-//	                           bb, bx, ret: see Job), and for completed
-//	                           items fin (when acked) and res (the result);
+//	                           bb, bx, ret, lk: see Job), wt (the rate slot
+//	                           a scheduled item waits for, ms), and for
+//	                           completed items fin (when acked) and res (the
+//	                           result);
 //	                           a completed item's hash expires with it
 //	{dq:NAME}:wake     zset    the wake marker, member "w"
 //	{dq:NAME}:timer    string  who owns the next-due timer ("ID|deadline
@@ -28,7 +30,8 @@ import "strconv"
 //	{dq:NAME}:seq      hash    n the last sequence number taken (members
 //	                           and lease tokens), s0 where it started (Redis
 //	                           TIME in µs), r the numbers requeues took,
-//	                           paused (when Pause paused it, ms)
+//	                           paused (when Pause paused it, ms), lim (how
+//	                           many rate limits are set)
 //	{dq:NAME}:a:TOKEN  string  an applied ack's tombstone (30 s)
 //	{dq:NAME}:r:RID    string  the reply of a call that deleted its item (30 s)
 //	{dq:NAME}:u:KEY    string  unique key KEY's window: the id of the item
@@ -47,6 +50,9 @@ import "strconv"
 //	{dq:NAME}:wk:ID    hash    worker ID's heartbeat: v, its beat time and
 //	                           fields (see lua/beat.lua); expires with it
 //	{dq:NAME}:parts    hash    a partitioned queue's table: n, v, p0...
+//	{dq:NAME}:limits   hash    limit key -> its rate limit "N,PER µs"; the
+//	                           keys rl:KEY, rw:KEY and rt:KEY hold its use
+//	                           (see lua/include/rate.lua)
 //
 // and, outside every queue's slot, RegistryKey and PartitionedRegistryKey.
 //
@@ -59,7 +65,7 @@ type Keys struct {
 	Items  string // "{dq:NAME}:m:", every script's ARGV[1]
 
 	Sched, Lease, Dead, Done, Wake, Stats, Seq, Timer, Late string
-	Parts, Recs, Recx, Workers                              string
+	Parts, Recs, Recx, Workers, Limits                      string
 }
 
 // QueueKeys returns the keys of the queue name.
@@ -70,6 +76,7 @@ func QueueKeys(name string) Keys {
 		Sched: p + "sched", Lease: p + "lease", Dead: p + "dead", Done: p + "done", Wake: p + "wake",
 		Stats: p + "stats", Seq: p + "seq", Timer: p + "timer", Late: p + "late",
 		Parts: p + "parts", Recs: p + "recs", Recx: p + "recx", Workers: p + "workers",
+		Limits: p + "limits",
 	}
 }
 

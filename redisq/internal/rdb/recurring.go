@@ -95,7 +95,7 @@ type Reg struct {
 }
 
 // regFields is the number of reply elements per registration of reg_out.
-const regFields = 18 + 6
+const regFields = 18 + len(JobFields)
 
 func regsOf(res []interface{}) []Reg {
 	var regs []Reg

@@ -7,6 +7,7 @@
 --   hash and its lease's tombstone
 --@include common
 --@include lateness
+--@include rate
 --@include ack_one
 
 local now, frac = now_ms()

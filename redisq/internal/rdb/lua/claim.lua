@@ -21,10 +21,12 @@
 -- sched takes a new member, and across Destroy since a new sequence starts
 -- at Redis TIME in microseconds, past every number of the destroyed one.
 --
--- KEYS: sched, lease, dead, wake, stats, seq, timer, late; the item hashes
+-- KEYS: sched, lease, dead, wake, stats, seq, timer, late; the item hashes,
+--   the limits and the logs of limited keys (rate.lua)
 --   are found while running
 --@include common
 --@include lateness
+--@include rate
 
 local now, frac = now_ms()
 --@include claim

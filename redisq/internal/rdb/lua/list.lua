@@ -56,7 +56,7 @@ for i = 1, #mems, 2 do
     n = n + 1
     pos[n] = examined - 1
     if ARGV[5] == '1' then
-      bytes = bytes + out[at] + out[at + 9] -- the payload's and the result's sizes
+      bytes = bytes + out[at] + out[at + #JOB_FIELDS + 3] -- the payload's and the result's sizes
       if bytes >= {{LIST_BYTES}} then break end
     end
   end

@@ -3,7 +3,8 @@
 
 -- A paused queue (see Pause) leases nothing and takes no timer: its
 -- consumers wait on the marker, which Resume rings.
-if redis.call('HEXISTS', K_SEQ, 'paused') == 1 then return {now, -1, 0} end
+local qf = redis.call('HMGET', K_SEQ, 'paused', 'lim')
+if qf[1] then return {now, -1, 0} end
 local mp = ARGV[1]
 local n = math.min(tonumber(ARGV[2]), {{SCRIPT_BATCH}})
 local rearm = false
@@ -38,6 +39,7 @@ if lh[1] and tonumber(lh[2]) <= now then
   lh = redis.call('ZRANGE', K_LEASE, 0, 0, 'WITHSCORES')
 end
 local out = {now, -1, 0}
+local leased, wait, wmin = 0, nil, nil
 local sch = redis.call('ZRANGE', K_SCHED, 0, n, 'WITHSCORES')
 local k = 0
 while k < n and sch[2 * k + 1] and tonumber(sch[2 * k + 2]) <= now do k = k + 1 end
@@ -45,12 +47,19 @@ local dl = after(now, frac, tonumber(ARGV[3]))
 if k > 0 then
   -- Every item hash is read before the first write (see the key layout).
   local fs = {}
-  for i = 1, k do fs[i] = redis.call('HMGET', mp .. string.sub(sch[2 * i - 1], 18), 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret') end
+  for i = 1, k do fs[i] = redis.call('HMGET', mp .. string.sub(sch[2 * i - 1], 18), 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk', 'wt') end
+  -- Items whose limit key is at its rate limit wait (see rate.lua).
+  if qf[2] then wait = rate_wait(sch, fs, k, now, frac) end
+  local late = sch
+  if wait then
+    late = {}
+    for i = 1, k do if not wait[i] then late[#late + 1] = sch[2 * i - 1]; late[#late + 1] = sch[2 * i] end end
+  end
   -- The first write, so that nothing is leased if it failed (it cannot:
   -- see stats.go).
-  record_lateness(sch, k, now)
+  record_lateness(late, wait and #late / 2 or k, now)
   local z = {}
-  for i = 1, k do
+  for i = 1, k do if not (wait and wait[i]) then
     local mem = sch[2 * i - 1]
     local id = string.sub(mem, 18)
     local h = mp .. id
@@ -58,18 +67,29 @@ if k > 0 then
     local f = fs[i]
     local att = (tonumber(f[2]) or 0) + 1
     redis.call('HSET', h, 'st', 'l', 'tok', tok, 'dl', dl, 'att', att)
-    z[2 * i - 1] = dl
-    z[2 * i] = mem
+    if f[10] then redis.call('HDEL', h, 'wt') end
+    z[#z + 1] = dl
+    z[#z + 1] = mem
+    leased = leased + 1
     out[#out + 1] = id
     out[#out + 1] = f[1]
     out[#out + 1] = att
     out[#out + 1] = tonumber(sch[2 * i])
     out[#out + 1] = tok
     out[#out + 1] = dl
-    for x = 3, 8 do out[#out + 1] = f[x] or '' end
-  end
+    for x = 3, 9 do out[#out + 1] = f[x] or '' end
+  end end
   redis.call('ZREMRANGEBYRANK', K_SCHED, 0, k - 1)
-  redis.call('ZADD', K_LEASE, unpack(z))
+  if leased > 0 then redis.call('ZADD', K_LEASE, unpack(z)) end
+  if wait then
+    for i, slot in pairs(wait) do
+      local mem = sch[2 * i - 1]
+      redis.call('ZADD', K_SCHED, slot, mem)
+      redis.call('HSET', mp .. string.sub(mem, 18), 'wt', slot)
+      if not wmin or slot < wmin then wmin = slot end
+    end
+  end
+  if qf[2] then rate_write(now, frac) end
 end
 local nxt = -1
 if sch[2 * k + 1] then
@@ -77,12 +97,13 @@ if sch[2 * k + 1] then
   -- Due work is left: wake a waiter for it, unless this claim leased
   -- items and the caller watches for it (its Queue rings the marker
   -- unless one of its consumers claims again first).
-  if d <= 0 then d = 0; if n > 0 and (k == 0 or ARGV[9] ~= '1') then rearm = true end end
+  if d <= 0 then d = 0; if n > 0 and (leased == 0 or ARGV[9] ~= '1') then rearm = true end end
   nxt = d
 end
+if wmin and (nxt < 0 or wmin - now < nxt) then nxt = wmin - now end
 local lhd = nil
 if lh[1] then lhd = tonumber(lh[2]) end
-if k > 0 and (not lhd or dl < lhd) then lhd = dl end
+if leased > 0 and (not lhd or dl < lhd) then lhd = dl end
 if lhd then
   local d = lhd - now
   if d < 0 then d = 0 end

@@ -178,10 +178,10 @@ local function unsched(h, st, mem)
 end
 -- Job fields (Job in job.go): k the kind, j what only Go reads, ma max
 -- attempts, bb and bx the backoff base and max (µs), ret the retention
--- (ms). A script takes a job as ARGV[b], the number of fields set, and
+-- (ms), lk the limit key (see rate_wait). A script takes a job as ARGV[b], the number of fields set, and
 -- then each one's name and value (so ARGV[b + 2n + 1] follows a job of n
 -- fields): job_fields appends them to t as HSET arguments and returns t.
-local JOB_FIELDS = {'k', 'j', 'ma', 'bb', 'bx', 'ret'}
+local JOB_FIELDS = {'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk'}
 local function job_fields(b, t)
   for i = b + 1, b + 2 * tonumber(ARGV[b]) do t[#t + 1] = ARGV[i] end
   return t

@@ -1,0 +1,70 @@
+package rdb
+
+import "context"
+
+var (
+	scriptRateLimit  = newScript("rate_limit", kSched, kWake, kSeq).acked()
+	scriptLimitState = newScript("limit_state")
+)
+
+// Rate limits: the keys of a limit key (see lua/include/rate.lua).
+func (k *Keys) rateKeys(key string) []string {
+	return []string{k.Prefix + "rl:" + key, k.Prefix + "rw:" + key, k.Prefix + "rt:" + key}
+}
+
+// SetRateLimit sets key's limit to n claims per per µs, or removes it
+// when n is 0, and lets the items waiting under the old limit come due
+// now (lua/rate_limit.lua), a batch per call until none waits.
+func (r *Runner) SetRateLimit(ctx context.Context, key string, n, per int64) error {
+	for range 10000 {
+		res, err := r.run(ctx, scriptRateLimit, append([]string{r.Keys.Limits}, r.Keys.rateKeys(key)...), key, n, per)
+		if err != nil {
+			return err
+		}
+		if toInt(res[2]) == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// LimitState is a limit key's rate limit and its use (lua/limit_state.lua).
+type LimitState struct {
+	Key      string
+	N, Per   int64 // N claims per Per µs; N 0: no limit
+	Used     int64 // claims in the window that ends now
+	Oldest   int64 // the oldest of them (µs); 0: none
+	Waiting  int64 // items waiting for a slot
+	LastSlot int64 // the last slot given to one (µs); 0: none
+}
+
+// LimitStates reads the state of each of keys; now is Redis TIME in µs.
+func (r *Runner) LimitStates(ctx context.Context, keys []string) (now int64, st []LimitState, err error) {
+	extra := []string{r.Keys.Limits}
+	args := make([]interface{}, len(keys))
+	for i, k := range keys {
+		extra = append(extra, r.Keys.rateKeys(k)...)
+		args[i] = k
+	}
+	res, err := r.run(ctx, scriptLimitState, extra, args...)
+	if err != nil {
+		return 0, nil, err
+	}
+	now = toInt(res[0])
+	for i, k := range keys {
+		v := res[1+6*i : 7+6*i]
+		st = append(st, LimitState{Key: k, N: toInt(v[0]), Per: toInt(v[1]), Used: toInt(v[2]),
+			Oldest: ToMS(v[3]), Waiting: toInt(v[4]), LastSlot: ToMS(v[5])})
+	}
+	return now, st, nil
+}
+
+// LimitKeys returns one page of the keys that have a limit: HSCAN of the
+// limits from cursor; next 0 ends.
+func (r *Runner) LimitKeys(ctx context.Context, cursor uint64, count int64) (keys []string, next uint64, err error) {
+	kv, next, err := r.Client.HScan(ctx, r.Keys.Limits, cursor, "", count).Result()
+	for i := 0; i+1 < len(kv); i += 2 {
+		keys = append(keys, kv[i])
+	}
+	return keys, next, r.permissionError(err)
+}
