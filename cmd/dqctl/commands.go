@@ -50,6 +50,12 @@ func commands() []command {
 		{name: "unique", args: "QUEUE KEY", help: "show a unique key's window (redisq Unique and Debounce): the item whose enqueue took it and when it ends; " +
 			"an enqueue of the key meanwhile is refused (Unique) or replaces that item while it waits (Debounce); -release ends the window now",
 			min: 2, max: 2, flags: uniqueFlags, run: cmdUnique},
+		{name: "limits", args: "QUEUE [KEY]", help: "list the queue's rate limits (redisq Queue.SetRateLimit), one limit key's with KEY: the limit, " +
+			"the claims in the window that ends now, when the next may be made, the items waiting for a slot and the last slot given",
+			min: 1, max: 2, run: cmdLimits},
+		{name: "rate-limit", args: "QUEUE KEY N/PER|none", help: "set the rate limit of the items whose limit key is KEY (\"\" for those without one): " +
+			"at most N claims in any PER (100/1m), by the Redis clock; none removes it. Waiting items wait again under the new limit only if they must",
+			min: 3, max: 3, run: cmdRateLimit, write: true},
 		{name: "pause", args: "QUEUE", help: "pause deliveries: no consumer takes an item until resume (enqueues, acks and admin commands go on)",
 			min: 1, max: 1, run: func(e *env) error { return cmdPause(e, true) }, write: true},
 		{name: "resume", args: "QUEUE", help: "resume the deliveries of a paused queue",
@@ -738,6 +744,10 @@ func cmdShow(e *env) error {
 		lines++
 	}
 	row("due", "%s", stamp(it.Due))
+	if !it.RateSlot.IsZero() {
+		row("waits", "for a slot of its limit key's rate limit, until %s", stamp(it.RateSlot))
+		lines++
+	}
 	row("attempts", "%d", it.Attempts)
 	row("enqueued", "%s", stamp(it.Enqueued))
 	if it.State == redisq.StateInFlight {
@@ -817,6 +827,9 @@ func jobLines(j redisq.Job) [][2]string {
 			what = "debounced over"
 		}
 		out = append(out, [2]string{"unique key", fmt.Sprintf("%s, %s %v (dqctl unique shows the window)", quote(j.UniqueKey), what, j.UniqueFor)})
+	}
+	if j.LimitKey != "" {
+		out = append(out, [2]string{"limit key", quote(j.LimitKey) + " (dqctl limits shows its rate limit)"})
 	}
 	return out
 }
