@@ -30,6 +30,10 @@
 //	redisq_scrape_error{error}        gauge    1 while the queue's stats cannot be read, and why
 //	redisq_discovery_error{error}     gauge    1 for each problem finding the queues that did not fail the scrape (no queue label)
 //	redisq_queue_paused               gauge    1 while the queue is paused (redisq Queue.Pause), else 0
+//	redisq_rate_limit_claims{key}     gauge    a limit key's rate limit (redisq Queue.SetRateLimit): claims per period,
+//	redisq_rate_limit_period_seconds{key}  gauge  its period,
+//	redisq_rate_limit_used_claims{key}     gauge  the claims in the period that ends now,
+//	redisq_rate_limit_waiting_items{key}   gauge  the items waiting for a slot (at most 100 keys per queue, the first by name)
 //	redisq_partitioned_partitions     gauge    a partitioned queue's partition count (server-wide collector)
 //	redisq_partition_info{partitioned,partition}  gauge  1 for each queue that is a partition: join on queue
 //	                                           to sum the partitions by partitioned queue

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +29,16 @@ var (
 	redisDue     = queueDesc("redisq_due_items", "Scheduled items already due and not yet claimed.")
 	redisOverdue = queueDesc("redisq_oldest_overdue_seconds", "How long the earliest due item has been due (0 if none).")
 	redisPaused  = queueDesc("redisq_queue_paused", "1 while the queue is paused (redisq Queue.Pause: nothing is delivered), else 0.")
+
+	// Rate limits (redisq Queue.SetRateLimit), one series per limit key.
+	redisRateLimit = queueDesc("redisq_rate_limit_claims",
+		"The limit key's rate limit: at most this many claims in any redisq_rate_limit_period_seconds.", "key")
+	redisRatePeriod = queueDesc("redisq_rate_limit_period_seconds",
+		"The period of the limit key's rate limit.", "key")
+	redisRateUsed = queueDesc("redisq_rate_limit_used_claims",
+		"Claims of the limit key's items in the period that ends now (the limit is reached at redisq_rate_limit_claims).", "key")
+	redisRateWaiting = queueDesc("redisq_rate_limit_waiting_items",
+		"Items of the limit key that came due over its limit and wait in the queue for a slot.", "key")
 	// A partitioned queue (redisq.Partitioned) is reported as its
 	// partitions, ordinary queues, plus these two: join on queue to sum
 	// by partitioned queue, with no series counted twice.
@@ -278,6 +290,7 @@ func NewRedisServerCollector(client redis.UniversalClient, opts ...RedisOption) 
 // Describe implements prometheus.Collector.
 func (c *RedisCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{redisUp, redisItems, redisDue, redisOverdue, redisPaused, redisLate,
+		redisRateLimit, redisRatePeriod, redisRateUsed, redisRateWaiting,
 		redisScrapeErr, redisDiscoveryErr, redisListErr, redisPartitions, redisPartitionInfo} {
 		ch <- d
 	}
@@ -355,9 +368,14 @@ func (c *RedisCollector) read() []prometheus.Metric {
 const statsWorkers = 8
 
 type statsResult struct {
-	st  redisq.Stats
-	err error
+	st     redisq.Stats
+	limits []redisq.LimitState // when st.RateLimits > 0
+	err    error
 }
+
+// maxLimitSeries bounds the limit keys a scrape reports per queue, so
+// that a queue with a limit per tenant does not flood the exporter.
+const maxLimitSeries = 100
 
 // readStats reads the stats of every target (opening it first if it is
 // not open), statsWorkers at a time. A server-wide target's q is written
@@ -406,7 +424,11 @@ func (t *target) read(ctx context.Context, client redis.UniversalClient) statsRe
 		t.q = q
 	}
 	st, err := t.q.Stats(ctx)
-	return statsResult{st, err}
+	if err != nil || st.RateLimits == 0 {
+		return statsResult{st: st, err: err}
+	}
+	ls, err := t.q.RateLimits(ctx)
+	return statsResult{st: st, limits: ls, err: err}
 }
 
 func queueMetrics(out []prometheus.Metric, t *target, r statsResult) []prometheus.Metric {
@@ -435,6 +457,14 @@ func queueMetrics(out []prometheus.Metric, t *target, r statsResult) []prometheu
 	out = append(out, constMetric(redisPaused, prometheus.GaugeValue, paused, name))
 	for _, m := range redisCounters {
 		out = append(out, constMetric(m.desc, prometheus.CounterValue, float64(m.val(&st.StatsCounters)), name))
+	}
+	slices.SortFunc(r.limits, func(a, b redisq.LimitState) int { return strings.Compare(a.Key, b.Key) })
+	for _, ls := range r.limits[:min(len(r.limits), maxLimitSeries)] {
+		key := QueueLabel(ls.Key)
+		out = append(out, constMetric(redisRateLimit, prometheus.GaugeValue, float64(ls.Limit.N), name, key),
+			constMetric(redisRatePeriod, prometheus.GaugeValue, ls.Limit.Per.Seconds(), name, key),
+			constMetric(redisRateUsed, prometheus.GaugeValue, float64(ls.Used), name, key),
+			constMetric(redisRateWaiting, prometheus.GaugeValue, float64(ls.Waiting), name, key))
 	}
 	l := st.Lateness
 	if len(l.Counts) == len(l.Bounds)+1 {

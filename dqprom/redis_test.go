@@ -232,3 +232,62 @@ redisq_queue_paused{queue="sms"} %d
 		t.Errorf("lint: %v %v", probs, err)
 	}
 }
+
+// TestRedisRateLimits: a queue with rate limits reports each limit key's
+// limit, its use and the items waiting for a slot; a queue without any
+// reports none.
+func TestRedisRateLimits(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "mail")
+	newQueue(t, c, "sms")
+	if err := q.SetRateLimit(ctx, "smtp\u202e", redisq.RateLimit{N: 1, Per: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetRateLimit(ctx, "", redisq.RateLimit{N: 5, Per: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, Job: redisq.Job{LimitKey: "smtp\u202e"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One is claimed; the claims after it find the key full: two wait.
+	if _, err := q.Take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if m, err := q.Take(tctx); err == nil {
+		t.Fatalf("took %s over the limit", m.ID)
+	}
+	exp := `
+# HELP redisq_rate_limit_claims The limit key's rate limit: at most this many claims in any redisq_rate_limit_period_seconds.
+# TYPE redisq_rate_limit_claims gauge
+redisq_rate_limit_claims{key="",queue="mail"} 5
+redisq_rate_limit_claims{key="smtp\\u202e",queue="mail"} 1
+# HELP redisq_rate_limit_period_seconds The period of the limit key's rate limit.
+# TYPE redisq_rate_limit_period_seconds gauge
+redisq_rate_limit_period_seconds{key="",queue="mail"} 1
+redisq_rate_limit_period_seconds{key="smtp\\u202e",queue="mail"} 3600
+# HELP redisq_rate_limit_used_claims Claims of the limit key's items in the period that ends now (the limit is reached at redisq_rate_limit_claims).
+# TYPE redisq_rate_limit_used_claims gauge
+redisq_rate_limit_used_claims{key="",queue="mail"} 0
+redisq_rate_limit_used_claims{key="smtp\\u202e",queue="mail"} 1
+# HELP redisq_rate_limit_waiting_items Items of the limit key that came due over its limit and wait in the queue for a slot.
+# TYPE redisq_rate_limit_waiting_items gauge
+redisq_rate_limit_waiting_items{key="",queue="mail"} 0
+redisq_rate_limit_waiting_items{key="smtp\\u202e",queue="mail"} 2
+`
+	for name, col := range map[string]prometheus.Collector{"given queues": dqprom.NewRedisCollector(q), "server-wide": dqprom.NewRedisServerCollector(c)} {
+		if err := testutil.CollectAndCompare(col, strings.NewReader(exp), "redisq_rate_limit_claims", "redisq_rate_limit_period_seconds",
+			"redisq_rate_limit_used_claims", "redisq_rate_limit_waiting_items"); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if probs, err := testutil.CollectAndLint(col); err != nil || len(probs) > 0 {
+			t.Errorf("%s: lint: %v %v", name, probs, err)
+		}
+	}
+}

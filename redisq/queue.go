@@ -713,6 +713,7 @@ type Stats struct {
 	Completed     int64         // acked items kept for their Job's Retention
 	Paused        bool          // no claim leases anything (see Pause)
 	PausedSince   time.Time     // when Pause paused it (zero when not paused, or paused by a version that did not say)
+	RateLimits    int           // rate limits set on the queue's limit keys (see SetRateLimit; RateLimits reads them)
 	// Counters since the queue was created (Destroy resets them); see
 	// StatsCounters.
 	StatsCounters
@@ -744,6 +745,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		Completed:  r.Completed,
 		Counters:   map[string]int64{},
 		Paused:     r.Paused,
+		RateLimits: int(r.RateLimits),
 	}
 	if r.HasHead && r.Head <= r.Now {
 		s.OldestOverdue = msDuration(r.Now - r.Head)

@@ -29,6 +29,8 @@ type StatsReply struct {
 	Paused   bool
 	// PausedAt is when Pause paused it (ms); 0 when it did not say.
 	PausedAt int64
+	// RateLimits counts the rate limits set (the sequence's lim).
+	RateLimits int64
 }
 
 // Stats reads the queue's sizes and counters in one script.
@@ -47,13 +49,16 @@ func (r *Runner) Stats(ctx context.Context) (StatsReply, error) {
 	}
 	s.Counters = flatMap(res[6])
 	s.Lateness = flatMap(res[7])
-	f, _ := res[8].([]interface{}) // n, s0, r, paused of the sequence
+	f, _ := res[8].([]interface{}) // n, s0, r, paused, lim of the sequence
 	if len(f) >= 3 && f[0] != nil && f[1] != nil {
 		n, s0, rq := toInt(f[0]), toInt(f[1]), int64(0)
 		if f[2] != nil {
 			rq = toInt(f[2])
 		}
 		s.NewItems = n - s0 - rq
+	}
+	if len(f) > 4 && f[4] != nil {
+		s.RateLimits = toInt(f[4])
 	}
 	if len(f) > 3 && f[3] != nil {
 		s.Paused = true
