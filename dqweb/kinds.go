@@ -180,5 +180,13 @@ func jobOf(it redisq.Item, now time.Time) jobView {
 		}
 		v.Options = append(v.Options, jobOption{Key: "unique", Name: "unique key", Value: quoted(j.UniqueKey), Note: note})
 	}
+	if j.LimitKey != "" {
+		v.Options = append(v.Options, jobOption{Key: "limit", Name: "limit key", Value: quoted(j.LimitKey),
+			Note: "its starts count against the key's rate limit (dqctl limits shows it)"})
+	}
+	if !it.RateSlot.IsZero() {
+		v.Options = append(v.Options, jobOption{Key: "rate-slot", Name: "waits for a slot", At: at(it.RateSlot, now),
+			Note: "its limit key's rate limit was reached when it came due: it is claimed at this slot"})
+	}
 	return v
 }

@@ -584,3 +584,47 @@ func TestItemPageUniqueKey(t *testing.T) {
 		}
 	}
 }
+
+// TestItemPageRateSlot: an item over its limit key's rate limit shows its
+// limit key, escaped, and the slot it waits for.
+func TestItemPageRateSlot(t *testing.T) {
+	f := webtest.NewFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	key := "<b>t\u202e"
+	if err := f.Q.SetRateLimit(ctx, key, redisq.RateLimit{N: 1, Per: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		if _, err := f.Q.Add(ctx, redisq.EnqueueItem{ID: id, Job: redisq.Job{LimitKey: key}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Claim what is due (the fixture's overdue items too) until nothing
+	// is: r1 is claimed, r2 waits.
+	for took := map[string]bool{}; ; {
+		tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		ms, err := f.Q.TakeBatch(tctx, 100)
+		cancel()
+		if err != nil {
+			if !took["r1"] || took["r2"] {
+				t.Fatalf("claimed %v, then %v", took, err)
+			}
+			break
+		}
+		for _, m := range ms {
+			took[m.ID] = true
+		}
+	}
+	c := client(t)
+	r := get(t, c, f.ItemURL("orders", "r2"))
+	checkPage(t, "item page", r, 100<<10)
+	dl := section(t, r.body, `<dl class="fields">`, "</dl>")
+	for _, want := range []string{
+		`<dt>limit key</dt><dd data-k="limit">&#34;&lt;b&gt;t\u202e&#34;`,
+		`<dt>waits for a slot</dt><dd data-k="rate-slot">`, "in 1h0m0s", "it is claimed at this slot",
+	} {
+		if !strings.Contains(dl, want) {
+			t.Errorf("the fields lack %s\n%s", want, dl)
+		}
+	}
+}
