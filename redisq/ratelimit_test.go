@@ -163,6 +163,10 @@ func TestRateLimitWaitingItems(t *testing.T) {
 	all, err := q.RateLimits(ctx)
 	require.NoError(t, err)
 	require.Len(t, all, 1)
+	stats, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, stats.RateLimits)
+	require.Zero(t, stats.DueBacklog, "a waiting item is not due")
 	require.Equal(t, "", all[0].Key)
 	require.NoError(t, first.Ack(ctx))
 
@@ -189,6 +193,9 @@ func TestRateLimitWaitingItems(t *testing.T) {
 	all, err = q.RateLimits(ctx)
 	require.NoError(t, err)
 	require.Empty(t, all)
+	stats, err = q.Stats(ctx)
+	require.NoError(t, err)
+	require.Zero(t, stats.RateLimits)
 	audit(t, q)
 }
 
