@@ -661,6 +661,7 @@ type outcome struct {
 	// it moved): due already, kept in place; dead, requeued; recurring
 	// occurrences, each with its extra run.
 	due, requeued []string
+	waiting       []string // RunNowWaiting: due, waiting for a rate slot
 	extra         []runNowExtra
 }
 
@@ -790,6 +791,9 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 				case redisq.RunNowAlreadyDue:
 					o.due = append(o.due, id)
 					continue
+				case redisq.RunNowWaiting:
+					o.waiting = append(o.waiting, id)
+					continue
 				case redisq.RunNowRequeued:
 					o.requeued = append(o.requeued, id)
 					continue
@@ -834,6 +838,8 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 			return http.StatusConflict, fmt.Sprintf("Item %s is not dead (any more); nothing changed.", id)
 		case len(o.marked) == 1:
 			return http.StatusOK, fmt.Sprintf("Marked in-flight item %s: it is deleted when its consumer settles it, and never retried.", id)
+		case len(o.waiting) == 1:
+			return http.StatusOK, fmt.Sprintf("Item %s %s is due and waits for a slot under its limit key's rate limit: left in its place (nothing changed); it runs at its slot.", id, a.place("of"))
 		case len(o.due) == 1:
 			return http.StatusOK, fmt.Sprintf("Item %s %s was already due: left in its place, ahead of the items due after it (nothing changed); it runs as soon as a consumer takes it.", id, a.place("of"))
 		case len(o.requeued) == 1 && a.State == redisq.StateCompleted:
@@ -891,7 +897,7 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 		status, m := h.actionStatus(failure)
 		return status, msg + " Then: " + m
 	}
-	if len(o.done)+len(o.marked)+len(o.due)+len(o.requeued)+len(o.extra) == 0 {
+	if len(o.done)+len(o.marked)+len(o.due)+len(o.waiting)+len(o.requeued)+len(o.extra) == 0 {
 		if len(o.wrong)+len(o.several) > 0 {
 			return http.StatusConflict, msg
 		}
@@ -904,11 +910,14 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 // selected in a list of state, by what RunNow did to each.
 func runNowMessage(o outcome, qn string, state redisq.State) string {
 	var parts []string
-	if n := int64(len(o.done)); n > 0 || len(o.due)+len(o.requeued)+len(o.extra) == 0 {
+	if n := int64(len(o.done)); n > 0 || len(o.due)+len(o.waiting)+len(o.requeued)+len(o.extra) == 0 {
 		parts = append(parts, fmt.Sprintf("Made %s of queue %s due now.", count(n, "item"), qn))
 	}
 	if len(o.due) > 0 {
 		parts = append(parts, fmt.Sprintf("Left %s of queue %s in place, already due (ahead of the items due after them): %s.", count(int64(len(o.due)), "item"), qn, names(o.due)))
+	}
+	if len(o.waiting) > 0 {
+		parts = append(parts, fmt.Sprintf("Left %s of queue %s in place, due and waiting for a rate limit slot: %s.", count(int64(len(o.waiting)), "item"), qn, names(o.waiting)))
 	}
 	if len(o.requeued) > 0 {
 		had := "died"

@@ -627,4 +627,11 @@ func TestItemPageRateSlot(t *testing.T) {
 			t.Errorf("the fields lack %s\n%s", want, dl)
 		}
 	}
+	// Run now leaves it in its place: the limit holds.
+	if r := runNow(t, f, c, "r2"); r.status != http.StatusOK || !strings.Contains(r.body, "Item &#34;r2&#34; of queue &#34;orders&#34; is due and waits for a slot under its limit key&#39;s rate limit: left in its place (nothing changed)") {
+		t.Errorf("run now of a waiting item: %d\n%s", r.status, r.body)
+	}
+	if it, err := f.Q.Get(ctx, "r2"); err != nil || it.RateSlot.IsZero() {
+		t.Errorf("after run now: %+v, %v", it, err)
+	}
 }

@@ -310,9 +310,14 @@ const (
 	// the schedule's run happens at its time, and an extra run of it is
 	// enqueued, due now: RunNowResult.ID names it.
 	RunNowExtra
+	// RunNowWaiting: the item is due but waits for its rate slot (see
+	// Queue.SetRateLimit); it keeps its place, and the limit holds:
+	// RunNowResult.Due is the slot.
+	RunNowWaiting
 )
 
-// String returns "moved", "already due", "requeued" or "extra run".
+// String returns "moved", "already due", "requeued", "extra run" or
+// "waits for its rate slot".
 func (o RunNowOutcome) String() string {
 	switch o {
 	case RunNowMoved:
@@ -323,6 +328,8 @@ func (o RunNowOutcome) String() string {
 		return "requeued"
 	case RunNowExtra:
 		return "extra run"
+	case RunNowWaiting:
+		return "waits for its rate slot"
 	}
 	return fmt.Sprintf("RunNowOutcome(%d)", int(o))
 }
@@ -343,6 +350,8 @@ type RunNowResult struct {
 //     the items already due;
 //   - an item already due keeps its place (RunNowAlreadyDue): an overdue
 //     item is not moved behind the ones due after it;
+//   - an item waiting for its rate slot keeps its place too
+//     (RunNowWaiting): a limit holds for an operator as well;
 //   - a dead item is revived due now with attempts reset (RunNowRequeued),
 //     as RequeueDead does;
 //   - the pending occurrence of a recurring registration (the item of its
@@ -412,6 +421,8 @@ func runNowResult(id string, code rdb.RunNowCode, due int64, err error) (RunNowR
 		res.Outcome = RunNowAlreadyDue
 	case rdb.RunNowExtra:
 		res.Outcome = RunNowExtra
+	case rdb.RunNowWaiting:
+		res.Outcome = RunNowWaiting
 	default:
 		return RunNowResult{}, fmt.Errorf("redisq: run now: unexpected outcome %d", code)
 	}

@@ -37,14 +37,14 @@ type LimitState struct {
 	Limit RateLimit // zero: the key has no limit
 	// Used counts the claims of the window that ends now; Oldest is the
 	// first of them (zero when none), and Room when the next claim may be
-	// made (now, while Used < N).
+	// made (now, while Used < N; after a limit is lowered below Used, when
+	// enough of them have left the window).
 	Used   int
 	Oldest time.Time
 	Room   time.Time
 	// Waiting counts the items that a claim found over the limit and that
-	// wait in the queue for a slot (an item cancelled or rescheduled while
-	// it waited is counted until the limit changes); LastSlot is the last
-	// slot given to one, zero when none is ahead.
+	// wait in the queue for a slot; LastSlot is the last slot given to
+	// one, zero when none is ahead.
 	Waiting  int
 	LastSlot time.Time
 }
@@ -53,12 +53,17 @@ type LimitState struct {
 // the items without one), for every process that uses the queue: at most
 // l.N of them are claimed in any l.Per. The zero RateLimit removes the
 // limit. An item due while its key's window is full is not leased: it
-// waits in Redis, scheduled at its slot, the first instant the window has
-// room for it, and is claimed then like any due item (no process polls
-// for it). Waiting items of a key keep their order, and a new item of the
-// key waits behind them. Items of other keys are not held up. Calling it
-// again changes the limit at once; the items waiting under the old one are
-// let go and wait again under the new one only if they must.
+// waits in Redis, scheduled at its slot, when the window has room again
+// and at least l.Per/l.N after the slot given before it, so that a backlog
+// comes due one item at a time at the limit's rate, and is claimed then
+// like any due item (no process polls for it); the window is checked
+// again then, and an item whose window is still full (its consumer was
+// late) waits again in its place. Waiting items of a key keep their
+// order, and a new item of the key waits behind them. Items of other keys
+// are not held up. Calling it again changes the limit at once; the items
+// waiting under the old one are let go and wait again under the new one
+// only if they must. It returns when they are (one round trip per 100
+// of them).
 //
 // Limits apply to the claims of this Queue's consumers: Take, TakeBatch,
 // AckTake and the Worker. Take a limit into account when choosing a
@@ -128,10 +133,7 @@ func (q *Queue) rateLimitStates(ctx context.Context, keys []string) ([]LimitStat
 		s := LimitState{Key: r.Key, Used: int(r.Used), Oldest: us(r.Oldest), Waiting: int(r.Waiting)}
 		if r.N > 0 {
 			s.Limit = RateLimit{N: int(r.N), Per: time.Duration(r.Per) * time.Microsecond}
-			s.Room = time.UnixMicro(now)
-			if r.Used >= r.N && r.Oldest > 0 {
-				s.Room = time.UnixMicro(r.Oldest + r.Per)
-			}
+			s.Room = time.UnixMicro(r.Room)
 		}
 		if r.LastSlot > now {
 			s.LastSlot = us(r.LastSlot)

@@ -489,6 +489,9 @@ func (p *Partitioned) Add(ctx context.Context, it EnqueueItem) (time.Time, error
 
 // ScheduleItem is Queue.ScheduleItem on the partition of it.ID.
 func (p *Partitioned) ScheduleItem(ctx context.Context, it EnqueueItem) (ScheduleResult, error) {
+	if err := it.Job.noLimitKey("Partitioned"); err != nil {
+		return ScheduleResult{}, err
+	}
 	return p.Route(it.ID).ScheduleItem(ctx, it)
 }
 

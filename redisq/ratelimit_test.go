@@ -309,3 +309,172 @@ func commandsProcessed(t *testing.T, c *redis.Client) int64 {
 	t.Fatal("no total_commands_processed in INFO stats")
 	return 0
 }
+
+// waitingSlots returns the rate slots of ids, failing unless each waits.
+func waitingSlots(t *testing.T, q *Queue, ids ...string) []time.Time {
+	t.Helper()
+	var slots []time.Time
+	for _, id := range ids {
+		it, err := q.Get(context.Background(), id)
+		require.NoError(t, err)
+		require.False(t, it.RateSlot.IsZero(), "%s does not wait for a slot", id)
+		slots = append(slots, it.RateSlot)
+	}
+	return slots
+}
+
+// Waiting items whose slots passed while no consumer claimed (busy
+// workers) and whose window is full when they are claimed at last wait
+// again, each in its place and Per/N after the one before, even when
+// every claim takes one item: they do not all come due at one slot.
+func TestRateLimitWaitAgain(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "rate-again")
+	lim := RateLimit{N: 1, Per: time.Second}
+	require.NoError(t, q.SetRateLimit(ctx, "", lim))
+	ids := []string{"w0", "w1", "w2", "w3", "w4"}
+	for _, id := range ids {
+		_, err := q.Add(ctx, EnqueueItem{ID: id, At: time.Unix(1, 0)})
+		require.NoError(t, err)
+	}
+	ms, err := q.TakeBatch(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	slots := waitingSlots(t, q, ids[1:]...)
+	// Every slot passes, and w0's claim leaves the window.
+	time.Sleep(time.Until(slots[3]) + 100*time.Millisecond)
+	m, err := q.Take(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "w1", m.ID)
+	// Claims of one item each meet w2, w3 and w4, due, with the window
+	// full (w1 was just claimed): each waits again.
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = q.Take(tctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	again := waitingSlots(t, q, "w2", "w3", "w4")
+	require.WithinDuration(t, m.ClaimedAt.Add(lim.Per), again[0], 2*time.Millisecond, "w2 waits for w1's claim to leave the window")
+	for i := 1; i < len(again); i++ {
+		require.WithinDuration(t, again[i-1].Add(lim.Per), again[i], time.Millisecond, "slots %v are not a period apart, in order", again)
+	}
+	st, err := q.RateLimitState(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, 3, st.Waiting)
+	require.WithinDuration(t, again[2], st.LastSlot, time.Millisecond)
+	audit(t, q)
+}
+
+// An item that leaves the schedule while it waits for its slot (cancel,
+// reschedule, upsert, a debounce that replaces it, purge) leaves its
+// key's waiting items: it is no longer counted, it waits again only if it
+// must, and new items do not wait behind its slot. RunNow leaves a
+// waiting item in its place.
+func TestRateLimitWaitingItemsLeave(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "rate-leave")
+	lim := RateLimit{N: 1, Per: time.Hour}
+	require.NoError(t, q.SetRateLimit(ctx, "k", lim))
+	job := Job{LimitKey: "k"}
+	for i := range 6 {
+		it := EnqueueItem{ID: fmt.Sprintf("w%d", i), At: time.Unix(1, 0), Job: job}
+		if i == 5 {
+			it.Job.UniqueKey, it.Job.UniqueFor, it.Job.Debounce = "d", time.Hour, true
+		}
+		_, err := q.Add(ctx, it)
+		require.NoError(t, err)
+	}
+	ms, err := q.TakeBatch(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	slots := waitingSlots(t, q, "w1", "w2", "w3", "w4", "w5")
+	waiting := func(want int, last time.Time) {
+		t.Helper()
+		st, err := q.RateLimitState(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, want, st.Waiting)
+		if last.IsZero() {
+			require.True(t, st.LastSlot.IsZero(), "last slot %v", st.LastSlot)
+		} else {
+			require.WithinDuration(t, last, st.LastSlot, time.Millisecond)
+		}
+	}
+	waiting(5, slots[4])
+
+	r, err := q.RunNow(ctx, "w2")
+	require.NoError(t, err)
+	require.Equal(t, RunNowWaiting, r.Outcome)
+	require.Equal(t, slots[1], r.Due)
+
+	// A debounced enqueue replaces w5; the new item is not due yet.
+	_, err = q.Add(ctx, EnqueueItem{ID: "w5b", At: time.Now().Add(time.Hour), Job: Job{LimitKey: "k", UniqueKey: "d", UniqueFor: time.Hour, Debounce: true}})
+	require.NoError(t, err)
+	waiting(4, slots[3])
+	out, err := q.Cancel(ctx, "w4")
+	require.NoError(t, err)
+	require.Equal(t, CancelRemoved, out)
+	waiting(3, slots[2])
+	require.NoError(t, q.Reschedule(ctx, "w3", time.Now().Add(time.Hour)))
+	res, err := q.ScheduleItem(ctx, EnqueueItem{ID: "w2", At: time.Now().Add(time.Hour), Job: job})
+	require.NoError(t, err)
+	require.False(t, res.Created)
+	waiting(1, slots[0])
+	for _, id := range []string{"w2", "w3"} {
+		it, err := q.Get(ctx, id)
+		require.NoError(t, err)
+		require.True(t, it.RateSlot.IsZero(), "%s moved by an operator still waits for slot %v", id, it.RateSlot)
+	}
+
+	// A new item waits behind w1 only, the one item still waiting.
+	_, err = q.Add(ctx, EnqueueItem{ID: "n", Job: job})
+	require.NoError(t, err)
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = q.Take(tctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	n := waitingSlots(t, q, "n")
+	require.WithinDuration(t, slots[0].Add(lim.Per), n[0], time.Millisecond)
+	waiting(2, n[0])
+
+	_, err = q.Purge(ctx, StateScheduled)
+	require.NoError(t, err)
+	waiting(0, time.Time{})
+	audit(t, q)
+}
+
+// A limit lowered below the claims in its window has room when enough of
+// them leave it (not when the oldest does), and a new item waits until
+// then.
+func TestRateLimitLowered(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "rate-lowered")
+	require.NoError(t, q.SetRateLimit(ctx, "", RateLimit{N: 3, Per: time.Hour}))
+	var at []time.Time
+	for i := range 3 {
+		_, err := q.Add(ctx, EnqueueItem{ID: fmt.Sprintf("c%d", i)})
+		require.NoError(t, err)
+		m, err := q.Take(ctx)
+		require.NoError(t, err)
+		at = append(at, m.ClaimedAt)
+		time.Sleep(20 * time.Millisecond) // claims apart, to tell them
+	}
+	lim := RateLimit{N: 2, Per: time.Hour}
+	require.NoError(t, q.SetRateLimit(ctx, "", lim))
+	st, err := q.RateLimitState(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, 3, st.Used)
+	// Of three claims in the window, two must leave it to leave fewer than two.
+	require.WithinDuration(t, at[1].Add(lim.Per), st.Room, time.Millisecond)
+	_, err = q.Add(ctx, EnqueueItem{ID: "n"})
+	require.NoError(t, err)
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = q.Take(tctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.WithinDuration(t, at[1].Add(lim.Per), waitingSlots(t, q, "n")[0], 2*time.Millisecond)
+}

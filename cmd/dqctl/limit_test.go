@@ -41,6 +41,8 @@ func TestRateLimits(t *testing.T) {
 	}
 	r = dqctl(t, "", append(a, "show", "orders", "r1")...)
 	r.want(t, exitOK, "waits", "for a slot of its limit key's rate limit, until ", `limit key`, `"tenant\x1b[2J\u202e"`)
+	r = dqctl(t, "", append(a, "run-now", "orders", "r1")...)
+	r.want(t, exitOK, `"r1" is due and waits for its rate slot (in 1h0m0s`, "left in its place; the limit holds")
 	r = dqctl(t, "", append(a, "limits", "orders", "nope")...)
 	r.want(t, exitNotFound, `limit key "nope" of queue "orders" has no rate limit`)
 	r = dqctl(t, "", append(a, "rate-limit", "orders", "k", "5")...)

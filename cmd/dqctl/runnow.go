@@ -38,6 +38,8 @@ func runNowSays(res redisq.RunNowResult, id, in string, now time.Time) string {
 		return fmt.Sprintf("made %s%s due now: it runs once the items already due have been taken", quote(id), in)
 	case redisq.RunNowAlreadyDue:
 		return fmt.Sprintf("%s%s already due (%s, %s): left in its place, ahead of the items due after it", quote(id), in, rel(res.Due, now), absTime(res.Due, now))
+	case redisq.RunNowWaiting:
+		return fmt.Sprintf("%s%s is due and waits for its rate slot (%s, %s): left in its place; the limit holds", quote(id), in, rel(res.Due, now), absTime(res.Due, now))
 	case redisq.RunNowRequeued:
 		return fmt.Sprintf("requeued %s%s (it was dead or completed): due now, attempts reset", quote(id), in)
 	case redisq.RunNowExtra:

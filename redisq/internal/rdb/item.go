@@ -78,6 +78,7 @@ const (
 	RunNowAlreadyDue            // left in its place
 	RunNowTaken                 // the extra run's id exists: name it after another ms
 	RunNowExtra                 // an extra run of the pending occurrence enqueued
+	RunNowWaiting               // due, waiting for its rate slot: left in its place
 )
 
 // RunNowArgs: an item to run now, and, when its id names the occurrence of
@@ -104,7 +105,7 @@ func (r *Runner) RunNow(ctx context.Context, a RunNowArgs) (code RunNowCode, due
 		return 0, 0, err
 	}
 	code = RunNowCode(toInt(res[0]))
-	if code < RunNowNotFound || code > RunNowExtra {
+	if code < RunNowNotFound || code > RunNowWaiting {
 		return 0, 0, errUnexpected("run now", res)
 	}
 	if len(res) > 1 {

@@ -51,7 +51,7 @@ import "strconv"
 //	                           fields (see lua/beat.lua); expires with it
 //	{dq:NAME}:parts    hash    a partitioned queue's table: n, v, p0...
 //	{dq:NAME}:limits   hash    limit key -> its rate limit "N,PER µs"; the
-//	                           keys rl:KEY, rw:KEY and rt:KEY hold its use
+//	                           keys rl:KEY, rw:KEY, rr:KEY and rx:KEY hold its use
 //	                           (see lua/include/rate.lua)
 //
 // and, outside every queue's slot, RegistryKey and PartitionedRegistryKey.

@@ -9,20 +9,25 @@ var (
 
 // Rate limits: the keys of a limit key (see lua/include/rate.lua).
 func (k *Keys) rateKeys(key string) []string {
-	return []string{k.Prefix + "rl:" + key, k.Prefix + "rw:" + key, k.Prefix + "rt:" + key}
+	return []string{k.Prefix + "rl:" + key, k.Prefix + "rw:" + key, k.Prefix + "rx:" + key, k.Prefix + "rr:" + key}
 }
 
 // SetRateLimit sets key's limit to n claims per per µs, or removes it
 // when n is 0, and lets the items waiting under the old limit come due
-// now (lua/rate_limit.lua), a batch per call until none waits.
+// now (lua/rate_limit.lua), a batch per call until none is left. The
+// calls end: no claim adds to the items to let go, so each call takes a
+// batch of them, but for those that a concurrent change adds, which
+// that change lets go itself.
 func (r *Runner) SetRateLimit(ctx context.Context, key string, n, per int64) error {
-	for range 10000 {
-		res, err := r.run(ctx, scriptRateLimit, append([]string{r.Keys.Limits}, r.Keys.rateKeys(key)...), key, n, per)
-		if err != nil {
+	keys := append([]string{r.Keys.Limits}, r.Keys.rateKeys(key)...)
+	res, err := r.run(ctx, scriptRateLimit, keys, key, n, per, 1)
+	if err != nil {
+		return err
+	}
+	// A batch per call of the items left after the first.
+	for calls := toInt(res[2])/ScriptBatch + 1; calls > 0 && toInt(res[2]) > 0; calls-- {
+		if res, err = r.run(ctx, scriptRateLimit, keys, key, n, per, 0); err != nil {
 			return err
-		}
-		if toInt(res[2]) == 0 {
-			return nil
 		}
 	}
 	return nil
@@ -34,6 +39,7 @@ type LimitState struct {
 	N, Per   int64 // N claims per Per µs; N 0: no limit
 	Used     int64 // claims in the window that ends now
 	Oldest   int64 // the oldest of them (µs); 0: none
+	Room     int64 // when the window has room for a claim (µs); 0: no limit
 	Waiting  int64 // items waiting for a slot
 	LastSlot int64 // the last slot given to one (µs); 0: none
 }
@@ -52,9 +58,9 @@ func (r *Runner) LimitStates(ctx context.Context, keys []string) (now int64, st 
 	}
 	now = toInt(res[0])
 	for i, k := range keys {
-		v := res[1+6*i : 7+6*i]
+		v := res[1+7*i : 8+7*i]
 		st = append(st, LimitState{Key: k, N: toInt(v[0]), Per: toInt(v[1]), Used: toInt(v[2]),
-			Oldest: ToMS(v[3]), Waiting: toInt(v[4]), LastSlot: ToMS(v[5])})
+			Oldest: ToMS(v[3]), Room: ToMS(v[4]), Waiting: toInt(v[5]), LastSlot: ToMS(v[6])})
 	}
 	return now, st, nil
 }

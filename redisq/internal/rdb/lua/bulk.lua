@@ -24,10 +24,15 @@ local mems = {}
 if off < card then
   mems = redis.call('ZRANGE', z, string.format('%d', off), string.format('%d', off + lim - 1))
 end
--- Every item hash is read before the first write (see the key layout).
-for _, mem in ipairs(mems) do redis.call('EXISTS', ARGV[1] .. string.sub(mem, 18)) end
+-- Every item hash is read before the first write (see the key layout),
+-- and so is the waiting index of a purged item that waits for its rate slot.
+local ws = {}
+for i, mem in ipairs(mems) do
+  local h = ARGV[1] .. string.sub(mem, 18)
+  if op == 'purge_s' then ws[i] = waiting_of(h) or false else redis.call('EXISTS', h) end
+end
 local changed = 0
-for _, mem in ipairs(mems) do
+for i, mem in ipairs(mems) do
   local id = string.sub(mem, 18)
   local h = ARGV[1] .. id
   if op == 'mark' then
@@ -36,6 +41,7 @@ for _, mem in ipairs(mems) do
       changed = changed + 1
     end
   elseif op == 'purge_s' then
+    waiting_end(ws[i] or nil, h, mem)
     redis.call('ZREM', z, mem)
     redis.call('DEL', h)
     changed = changed + 1

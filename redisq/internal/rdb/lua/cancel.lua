@@ -12,7 +12,9 @@ if f[1] == 'l' then
   redis.call('HSET', h, 'can', 1)
   return {2}
 end
-if f[1] == 's' then redis.call('ZREM', K_SCHED, f[2])
+if f[1] == 's' then
+  waiting_end(waiting_of(h), h, f[2])
+  redis.call('ZREM', K_SCHED, f[2])
 elseif f[1] == 'c' then redis.call('ZREM', K_DONE, f[2])
 else redis.call('ZREM', K_DEAD, f[2]) end
 redis.call('DEL', h)

@@ -14,9 +14,9 @@ local h = ARGV[1] .. ARGV[2]
 local u = 7 + 2 * tonumber(ARGV[6])
 if ARGV[u + 2] == 'd' then
   -- Every read before the first write (see the key layout).
-  local hid, hmem = window_holder(ARGV[u])
+  local hid, hmem, hw = window_holder(ARGV[u])
   if hid ~= ARGV[2] and redis.call('EXISTS', h) == 1 then return {0} end
-  if hid then drop_waiting(hid, hmem) end
+  if hid then drop_waiting(hid, hmem, hw) end
   window_set(ARGV[u], ARGV[u + 1], ARGV[2])
 else
   if redis.call('EXISTS', h) == 1 then return {0} end

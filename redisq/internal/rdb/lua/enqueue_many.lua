@@ -30,14 +30,15 @@ end
 -- its ids one by one.
 local some = redis.call('EXISTS', unpack(hs)) > 0
 -- The waiting holder of each debounced key's window, read before the
--- first write (see the key layout): hold[key] = {id, member} or false.
+-- first write (see the key layout): hold[key] = {id, member, waiting_of}
+-- or false.
 local hold = {}
 for j = 1, k do
   local b = at[j]
   local u = b + 6 + 2 * tonumber(ARGV[b + 5])
   if ARGV[u + 2] == 'd' and hold[ARGV[u]] == nil then
-    local hid, hmem = window_holder(ARGV[u])
-    hold[ARGV[u]] = hid and {hid, hmem} or false
+    local hid, hmem, hw = window_holder(ARGV[u])
+    hold[ARGV[u]] = hid and {hid, hmem, hw} or false
   end
 end
 -- pend[key]: the item of the batch that holds key's window; drop[j]: item
@@ -77,7 +78,7 @@ for j = 1, k do
     out[j + 1] = due
   end
 end
-for _, g in ipairs(gone) do drop_waiting(g[1], g[2]) end
+for _, g in ipairs(gone) do drop_waiting(g[1], g[2], g[3]) end
 if #new == 0 then return out end
 local seq = next_seq(#new) - #new
 local z = {}

@@ -1,11 +1,11 @@
 -- limit state: ARGV[2...] limit keys. Returns {now µs, then for each key:
 -- N (0: no limit), PER µs, claims in the window (now - PER, now], the
--- oldest of them (µs, 0: none), items waiting for a slot, the last slot
--- given to one (µs, 0: none)}. Waiting counts the index (see
--- include/rate.lua): an item cancelled or rescheduled while it waited
--- stays counted until the limit changes. Read only.
+-- oldest of them (µs, 0: none), when the window has room for a claim (µs:
+-- now while fewer than N), items waiting for a slot, the last slot given
+-- to one (µs, 0: none)}. Waiting counts the indexes (see
+-- include/rate.lua). Read only.
 --
--- KEYS: the limits, and each key's log, waiting items and last slot
+-- KEYS: the limits, and for each key the keys of rate_limit.lua
 --@include common
 
 local now, frac = now_ms()
@@ -14,18 +14,26 @@ local out = {string.format('%d', nowus)}
 for a = 2, #ARGV do
   local key = ARGV[a]
   local n, per = string.match(redis.call('HGET', K_LIMITS, key) or '', '^(%d+),(%d+)$')
-  local L, T, W = K_PREFIX .. 'rl:' .. key, K_PREFIX .. 'rt:' .. key, K_PREFIX .. 'rw:' .. key
-  local cnt, old = 0, 0
+  local L, W, X = K_PREFIX .. 'rl:' .. key, K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rx:' .. key
+  local cnt, old, room = 0, 0, 0
   if n then
-    local lo = '(' .. string.format('%d', nowus - tonumber(per))
+    n, per = tonumber(n), tonumber(per)
+    local lo = '(' .. string.format('%d', nowus - per)
     cnt = redis.call('ZCOUNT', L, lo, '+inf')
     old = redis.call('ZRANGE', L, lo, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2] or 0
+    room = nowus
+    if cnt >= n then
+      -- The claim of rank cnt - N leaving the window makes room.
+      local r = redis.call('ZRANGE', L, lo, '+inf', 'BYSCORE', 'LIMIT', cnt - n, 1, 'WITHSCORES')[2]
+      room = tonumber(r) + per
+    end
   end
   out[#out + 1] = n or 0
   out[#out + 1] = per or 0
   out[#out + 1] = cnt
   out[#out + 1] = old
-  out[#out + 1] = redis.call('ZCARD', W)
-  out[#out + 1] = redis.call('GET', T) or 0
+  out[#out + 1] = string.format('%d', room)
+  out[#out + 1] = redis.call('ZCARD', W) + redis.call('ZCARD', X)
+  out[#out + 1] = redis.call('ZRANGE', W, -1, -1, 'WITHSCORES')[2] or 0
 end
 return out

@@ -10,10 +10,11 @@ local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem')
 if not f[1] then return {0} end
 if f[1] == 'l' then return {2} end
+local w = f[1] == 's' and waiting_of(h)
 local now, frac = now_ms()
 local due = tonumber(ARGV[4])
 if ARGV[3] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
-unsched(h, f[1], f[2])
+unsched(h, f[1], f[2], w)
 to_sched(h, ARGV[2], due)
 redis.call('HINCRBY', K_STATS, 'rescheduled', 1)
 return {1, due}

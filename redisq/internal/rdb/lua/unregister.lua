@@ -15,6 +15,7 @@ if not id then return replay(nil, nil, true) or {0} end
 local it = redis.call('HMGET', ARGV[1] .. id, 'st', 'mem')
 local c = 0
 if it[1] == 's' then
+  waiting_end(waiting_of(ARGV[1] .. id), nil, it[2])
   redis.call('ZREM', K_SCHED, it[2])
   redis.call('DEL', ARGV[1] .. id)
   redis.call('HINCRBY', K_STATS, 'cancelled', 1)

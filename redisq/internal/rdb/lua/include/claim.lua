@@ -48,7 +48,10 @@ if k > 0 then
   -- Every item hash is read before the first write (see the key layout).
   local fs = {}
   for i = 1, k do fs[i] = redis.call('HMGET', mp .. string.sub(sch[2 * i - 1], 18), 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk', 'wt') end
-  -- Items whose limit key is at its rate limit wait (see rate.lua).
+  -- Items whose limit key is at its rate limit wait (see rate.lua). The
+  -- limits are read here, after the reclaim's writes, like the hashes
+  -- above: each step reads before its own writes, and the reclaim (or the
+  -- ack before it) leaves a whole state if a later step fails.
   if qf[2] then wait = rate_wait(sch, fs, k, now, frac) end
   local late = sch
   if wait then

@@ -158,12 +158,34 @@ local function replay(rq, rr, gone)
   end
   return nil
 end
+-- An item waiting for its rate slot (see include/rate.lua) has the field
+-- wt and its member in its limit key's waiting indexes, rw:KEY (and rx:KEY
+-- while a change of limit lets them go). A script that takes a scheduled
+-- item out of sched calls waiting_of(h) with its reads, before its first
+-- write, since it reads the indexes, found while running: it returns the
+-- item's indexes, or nil when the item waits for no slot. waiting_end then
+-- takes the item out of them and, for an item that stays (keep), drops wt,
+-- so that it waits again only if a claim finds its key over the limit.
+local function waiting_of(h)
+  local f = redis.call('HMGET', h, 'wt', 'lk')
+  if not f[1] then return nil end
+  local w = {K_PREFIX .. 'rw:' .. (f[2] or ''), K_PREFIX .. 'rx:' .. (f[2] or '')}
+  redis.call('EXISTS', w[1], w[2])
+  return w
+end
+local function waiting_end(w, h, mem, keep)
+  if not w then return end
+  redis.call('ZREM', w[1], mem)
+  redis.call('ZREM', w[2], mem)
+  if keep then redis.call('HDEL', h, 'wt') end
+end
 -- unsched takes a scheduled, dead or completed item out of its zset, for
 -- to_sched; a dead or completed item is revived: attempts reset, reason or
--- result dropped.
-local function unsched(h, st, mem)
+-- result dropped. w is a scheduled item's waiting_of.
+local function unsched(h, st, mem, w)
   if st == 's' then
     redis.call('ZREM', K_SCHED, mem)
+    waiting_end(w, h, mem, true)
   elseif st == 'c' then
     -- A completed item runs again: it no longer expires.
     redis.call('ZREM', K_DONE, mem)
@@ -199,22 +221,24 @@ local function unique_take(key, window, id)
   if key == '' then return true end
   return redis.call('SET', K_PREFIX .. 'u:' .. key, id, 'NX', 'PX', window) ~= false
 end
--- window_holder(key) is the id and member of the scheduled item holding
--- key's window, or nil. It reads that item's hash, found while running.
+-- window_holder(key) is the id, member and waiting_of of the scheduled
+-- item holding key's window, or nil. It reads that item's hash, found
+-- while running.
 local function window_holder(key)
   local id = redis.call('GET', K_PREFIX .. 'u:' .. key)
   if not id then return nil end
   local f = redis.call('HMGET', ARGV[1] .. id, 'st', 'mem')
   if f[1] ~= 's' then return nil end
-  return id, f[2]
+  return id, f[2], waiting_of(ARGV[1] .. id)
 end
 -- window_set gives key's window to id for window ms from now.
 local function window_set(key, window, id)
   redis.call('SET', K_PREFIX .. 'u:' .. key, id, 'PX', window)
 end
 -- drop_waiting deletes a scheduled item that a debounced enqueue replaced.
-local function drop_waiting(id, mem)
+local function drop_waiting(id, mem, w)
   redis.call('ZREM', K_SCHED, mem)
+  waiting_end(w, nil, mem)
   redis.call('DEL', ARGV[1] .. id)
 end
 -- policy returns an item's max attempts and backoff: its own (the values

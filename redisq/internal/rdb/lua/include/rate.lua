@@ -7,21 +7,31 @@
 --
 --   {dq:NAME}:rl:KEY  zset    the key's claims: member -> TIME µs, trimmed
 --                             to the window, expiring PER after the last
---   {dq:NAME}:rt:KEY  string  the last slot given to a waiting item (µs)
---   {dq:NAME}:rw:KEY  zset    the waiting items: member -> slot (ms)
+--   {dq:NAME}:rw:KEY  zset    the waiting items: member -> slot (µs); the
+--                             last slot is the tail
+--   {dq:NAME}:rr:KEY  string  the last slot given to a waiting item that
+--                             waits again (µs), expiring at it
+--   {dq:NAME}:rx:KEY  zset    the items waiting under an earlier limit,
+--                             that rate_limit.lua lets go
 --
 -- A claim that meets a due item of a full key leaves it in sched,
--- rescored to its slot (and its field wt set to it): when the oldest claim
--- in the window leaves it, and PER/N after the previous slot given, so
--- that waiting items come due one by one at the limit's rate instead of
--- all at once. A new item of a key whose last slot is still ahead waits
--- behind it, so waiting items go first. A slot is when to look again, not
--- a promise: at its slot the claim checks the log again, so the log alone
--- decides and no claim ever exceeds the limit.
+-- rescored to its slot (its field wt set to the slot in ms, rounded up):
+-- when the window has room again, and PER/N after the tail, so that
+-- waiting items come due one by one at the limit's rate instead of all at
+-- once. A new item of a key whose tail is still ahead waits behind it, so
+-- waiting items go first. A waiting item that finds the window full at
+-- its slot (its consumer was late, or an earlier item was) waits again
+-- in its place, not behind the tail: when the window has room, and PER/N
+-- after the last slot given to one that waits again, so that those do not
+-- all come due at once either (whatever the claims' batch). A slot is when to
+-- look again, not a promise: at its slot the claim checks the log again,
+-- so the log alone decides and no claim ever exceeds the limit. An item
+-- that leaves sched while it waits leaves the index too (waiting_of).
 
 local RATE = {}
--- rate_read reads the limit of key, and its log, for a claim at now µs:
--- false when the key has no limit. Reads only (see the key layout).
+-- rate_read reads the limit of key, its log and its tail, for a claim at
+-- now µs: false when the key has no limit. Reads only (see the key
+-- layout).
 local function rate_read(key, nowus)
   local l = RATE[key]
   if l ~= nil then return l end
@@ -30,21 +40,28 @@ local function rate_read(key, nowus)
   local n, per = string.match(c or '', '^(%d+),(%d+)$')
   if n then
     l = {n = tonumber(n), per = tonumber(per), adm = {}, wake = {}, gone = {}}
-    l.L, l.T, l.W = K_PREFIX .. 'rl:' .. key, K_PREFIX .. 'rt:' .. key, K_PREFIX .. 'rw:' .. key
+    l.L, l.W, l.R = K_PREFIX .. 'rl:' .. key, K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rr:' .. key
     l.lo = string.format('%d', nowus - l.per)
     l.cnt = redis.call('ZCOUNT', l.L, '(' .. l.lo, '+inf')
-    l.tail = tonumber(redis.call('GET', l.T))
+    l.c0 = l.cnt
+    l.tail = tonumber(redis.call('ZRANGE', l.W, -1, -1, 'WITHSCORES')[2])
+    l.again = tonumber(redis.call('GET', l.R))
   end
   RATE[key] = l
   return l
 end
--- rate_oldest is the oldest claim in l's window (µs), read when a decision
--- needs it: nowus when the window held none before this claim.
-local function rate_oldest(l, nowus)
-  if l.old == nil then
-    l.old = tonumber(redis.call('ZRANGE', l.L, '(' .. l.lo, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2]) or nowus
+-- rate_room is when l's window next has room for a claim (µs), for a claim
+-- at nowus that found it full: when the claim of rank cnt - N in it (this
+-- claim's own are the last, at nowus) is PER old.
+local function rate_room(l, nowus)
+  if l.room == nil then
+    local r, t = l.cnt - l.n, nowus
+    if r < l.c0 then
+      t = tonumber(redis.call('ZRANGE', l.L, '(' .. l.lo, '+inf', 'BYSCORE', 'LIMIT', r, 1, 'WITHSCORES')[2]) or nowus
+    end
+    l.room = t + l.per
   end
-  return l.old
+  return l.room
 end
 -- rate_wait decides, for the first k due members of sch whose fields are
 -- fs (lk at 9, wt at 10), which are claimed: it returns nil when all are,
@@ -56,32 +73,29 @@ local function rate_wait(sch, fs, k, now, frac)
     local l = rate_read(fs[i][9] or '', nowus)
     if l then
       local mem, waiting = sch[2 * i - 1], fs[i][10] ~= false
-      if l.cnt < l.n and (waiting or not l.tail or l.tail <= nowus) then
-        if l.cnt == 0 then l.old = nowus end
+      -- The tail's item is due when its slot's ms has begun.
+      local ahead = l.tail and math.ceil(l.tail / 1000) * 1000 > nowus
+      if l.cnt < l.n and (waiting or not ahead) then
         l.cnt = l.cnt + 1
         l.adm[#l.adm + 1] = mem
         if waiting then l.gone[#l.gone + 1] = mem end
       else
-        -- Room comes when the oldest claim leaves the window (or now, when
-        -- there is room but earlier waiting items go first).
+        local gap = math.ceil(l.per / l.n)
         local s = nowus + 1
-        if l.cnt >= l.n then s = rate_oldest(l, nowus) + l.per end
-        -- A waiting item that missed its slot keeps its place: it does not
-        -- go behind the slots given since.
-        local sp = l.tail and l.tail + math.ceil(l.per / l.n)
-        if not waiting and sp and sp > s then s = sp end
+        if l.cnt >= l.n then s = rate_room(l, nowus) end
+        -- A new item goes behind the tail; a waiting one keeps its place,
+        -- after the last one that waits again.
+        local after = l.tail
+        if waiting then after = l.again end
+        if after and after + gap > s then s = after + gap end
+        if waiting then l.again, l.set = s, true end
         if not l.tail or s > l.tail then l.tail = s end
         wait = wait or {}
         wait[i] = math.ceil(s / 1000)
-        l.wake[#l.wake + 1] = wait[i]
+        l.wake[#l.wake + 1] = string.format('%d', s)
         l.wake[#l.wake + 1] = mem
       end
     end
-  end
-  -- The waiting index is read before the first write, as every key found
-  -- while running (see the key layout), when it is to be written.
-  for _, l in pairs(RATE) do
-    if l and (#l.wake > 0 or #l.gone > 0) then redis.call('EXISTS', l.W) end
   end
   return wait
 end
@@ -100,9 +114,9 @@ local function rate_write(now, frac)
         redis.call('PEXPIRE', l.L, math.ceil(l.per / 1000) + 1)
       end
       if #l.gone > 0 then redis.call('ZREM', l.W, unpack(l.gone)) end
-      if #l.wake > 0 then
-        redis.call('ZADD', l.W, unpack(l.wake))
-        redis.call('SET', l.T, string.format('%d', l.tail), 'PX', math.ceil((l.tail - nowus + l.per) / 1000) + 1)
+      if #l.wake > 0 then redis.call('ZADD', l.W, unpack(l.wake)) end
+      if l.set then
+        redis.call('SET', l.R, string.format('%d', l.again), 'PX', math.ceil((l.again - nowus) / 1000) + 1)
       end
     end
   end
