@@ -34,6 +34,9 @@
 //	redisq_rate_limit_period_seconds{key}  gauge  its period,
 //	redisq_rate_limit_used_claims{key}     gauge  the claims in the period that ends now,
 //	redisq_rate_limit_waiting_items{key}   gauge  the items waiting for a slot (at most 100 keys per queue, the first by name)
+//	redisq_concurrency_limit_items{key}    gauge  a limit key's concurrency limit (redisq Queue.SetConcurrencyLimit),
+//	redisq_concurrency_leased_items{key}   gauge  its items leased now,
+//	redisq_concurrency_waiting_items{key}  gauge  its items waiting for a place (at most 100 keys per queue)
 //	redisq_partitioned_partitions     gauge    a partitioned queue's partition count (server-wide collector)
 //	redisq_partition_info{partitioned,partition}  gauge  1 for each queue that is a partition: join on queue
 //	                                           to sum the partitions by partitioned queue

@@ -39,6 +39,14 @@ var (
 		"Claims of the limit key's items in the period that ends now (the limit is reached at redisq_rate_limit_claims).", "key")
 	redisRateWaiting = queueDesc("redisq_rate_limit_waiting_items",
 		"Items of the limit key that came due over its limit and wait in the queue for a slot.", "key")
+	// Concurrency limits (redisq Queue.SetConcurrencyLimit), one series
+	// per limit key.
+	redisConcLimit = queueDesc("redisq_concurrency_limit_items",
+		"The limit key's concurrency limit: at most this many of its items leased at once.", "key")
+	redisConcLeased = queueDesc("redisq_concurrency_leased_items",
+		"Items of the limit key leased now, each holding a place of its concurrency limit.", "key")
+	redisConcWaiting = queueDesc("redisq_concurrency_waiting_items",
+		"Items of the limit key that came due with every place taken and wait in the queue for one.", "key")
 	// A partitioned queue (redisq.Partitioned) is reported as its
 	// partitions, ordinary queues, plus these two: join on queue to sum
 	// by partitioned queue, with no series counted twice.
@@ -290,7 +298,7 @@ func NewRedisServerCollector(client redis.UniversalClient, opts ...RedisOption) 
 // Describe implements prometheus.Collector.
 func (c *RedisCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{redisUp, redisItems, redisDue, redisOverdue, redisPaused, redisLate,
-		redisRateLimit, redisRatePeriod, redisRateUsed, redisRateWaiting,
+		redisRateLimit, redisRatePeriod, redisRateUsed, redisRateWaiting, redisConcLimit, redisConcLeased, redisConcWaiting,
 		redisScrapeErr, redisDiscoveryErr, redisListErr, redisPartitions, redisPartitionInfo} {
 		ch <- d
 	}
@@ -369,7 +377,8 @@ const statsWorkers = 8
 
 type statsResult struct {
 	st     redisq.Stats
-	limits []redisq.LimitState // when st.RateLimits > 0
+	limits []redisq.LimitState       // when st.RateLimits > 0
+	conc   []redisq.ConcurrencyState // when st.ConcurrencyLimits > 0
 	err    error
 }
 
@@ -424,11 +433,14 @@ func (t *target) read(ctx context.Context, client redis.UniversalClient) statsRe
 		t.q = q
 	}
 	st, err := t.q.Stats(ctx)
-	if err != nil || st.RateLimits == 0 {
-		return statsResult{st: st, err: err}
+	r := statsResult{st: st, err: err}
+	if err == nil && st.RateLimits > 0 {
+		r.limits, r.err = t.q.RateLimits(ctx)
 	}
-	ls, err := t.q.RateLimits(ctx)
-	return statsResult{st: st, limits: ls, err: err}
+	if r.err == nil && st.ConcurrencyLimits > 0 {
+		r.conc, r.err = t.q.ConcurrencyLimits(ctx)
+	}
+	return r
 }
 
 func queueMetrics(out []prometheus.Metric, t *target, r statsResult) []prometheus.Metric {
@@ -465,6 +477,13 @@ func queueMetrics(out []prometheus.Metric, t *target, r statsResult) []prometheu
 			constMetric(redisRatePeriod, prometheus.GaugeValue, ls.Limit.Per.Seconds(), name, key),
 			constMetric(redisRateUsed, prometheus.GaugeValue, float64(ls.Used), name, key),
 			constMetric(redisRateWaiting, prometheus.GaugeValue, float64(ls.Waiting), name, key))
+	}
+	slices.SortFunc(r.conc, func(a, b redisq.ConcurrencyState) int { return strings.Compare(a.Key, b.Key) })
+	for _, cs := range r.conc[:min(len(r.conc), maxLimitSeries)] {
+		key := QueueLabel(cs.Key)
+		out = append(out, constMetric(redisConcLimit, prometheus.GaugeValue, float64(cs.Limit), name, key),
+			constMetric(redisConcLeased, prometheus.GaugeValue, float64(cs.Leased), name, key),
+			constMetric(redisConcWaiting, prometheus.GaugeValue, float64(cs.Waiting), name, key))
 	}
 	l := st.Lateness
 	if len(l.Counts) == len(l.Bounds)+1 {

@@ -291,3 +291,46 @@ redisq_rate_limit_waiting_items{key="smtp\\u202e",queue="mail"} 2
 		}
 	}
 }
+
+// TestRedisConcurrencyLimits: a queue with concurrency limits reports each
+// limit key's limit, its items leased and the items waiting for a place.
+func TestRedisConcurrencyLimits(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "pay")
+	newQueue(t, c, "sms")
+	if err := q.SetConcurrencyLimit(ctx, "acct\u202e", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, Job: redisq.Job{LimitKey: "acct\u202e"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := q.TakeBatch(ctx, 10)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("claimed %d, %v", len(ms), err)
+	}
+	exp := `
+# HELP redisq_concurrency_leased_items Items of the limit key leased now, each holding a place of its concurrency limit.
+# TYPE redisq_concurrency_leased_items gauge
+redisq_concurrency_leased_items{key="acct\\u202e",queue="pay"} 1
+# HELP redisq_concurrency_limit_items The limit key's concurrency limit: at most this many of its items leased at once.
+# TYPE redisq_concurrency_limit_items gauge
+redisq_concurrency_limit_items{key="acct\\u202e",queue="pay"} 1
+# HELP redisq_concurrency_waiting_items Items of the limit key that came due with every place taken and wait in the queue for one.
+# TYPE redisq_concurrency_waiting_items gauge
+redisq_concurrency_waiting_items{key="acct\\u202e",queue="pay"} 2
+`
+	for name, col := range map[string]prometheus.Collector{"given queues": dqprom.NewRedisCollector(q), "server-wide": dqprom.NewRedisServerCollector(c)} {
+		if err := testutil.CollectAndCompare(col, strings.NewReader(exp), "redisq_concurrency_limit_items", "redisq_concurrency_leased_items",
+			"redisq_concurrency_waiting_items"); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if probs, err := testutil.CollectAndLint(col); err != nil || len(probs) > 0 {
+			t.Errorf("%s: lint: %v %v", name, probs, err)
+		}
+	}
+}

@@ -314,10 +314,14 @@ const (
 	// Queue.SetRateLimit); it keeps its place, and the limit holds:
 	// RunNowResult.Due is the slot.
 	RunNowWaiting
+	// RunNowWaitingForPlace: the item is due but waits for a place under
+	// its concurrency limit (see Queue.SetConcurrencyLimit); it keeps its
+	// place among the key's waiting items, and the limit holds.
+	RunNowWaitingForPlace
 )
 
-// String returns "moved", "already due", "requeued", "extra run" or
-// "waits for its rate slot".
+// String returns "moved", "already due", "requeued", "extra run", "waits
+// for its rate slot" or "waits for a place".
 func (o RunNowOutcome) String() string {
 	switch o {
 	case RunNowMoved:
@@ -330,6 +334,8 @@ func (o RunNowOutcome) String() string {
 		return "extra run"
 	case RunNowWaiting:
 		return "waits for its rate slot"
+	case RunNowWaitingForPlace:
+		return "waits for a place"
 	}
 	return fmt.Sprintf("RunNowOutcome(%d)", int(o))
 }
@@ -351,7 +357,9 @@ type RunNowResult struct {
 //   - an item already due keeps its place (RunNowAlreadyDue): an overdue
 //     item is not moved behind the ones due after it;
 //   - an item waiting for its rate slot keeps its place too
-//     (RunNowWaiting): a limit holds for an operator as well;
+//     (RunNowWaiting), and so does one waiting for a place under its
+//     concurrency limit (RunNowWaitingForPlace): a limit holds for an
+//     operator as well;
 //   - a dead item is revived due now with attempts reset (RunNowRequeued),
 //     as RequeueDead does;
 //   - the pending occurrence of a recurring registration (the item of its
@@ -423,6 +431,8 @@ func runNowResult(id string, code rdb.RunNowCode, due int64, err error) (RunNowR
 		res.Outcome = RunNowExtra
 	case rdb.RunNowWaiting:
 		res.Outcome = RunNowWaiting
+	case rdb.RunNowWaitingPlace:
+		res.Outcome = RunNowWaitingForPlace
 	default:
 		return RunNowResult{}, fmt.Errorf("redisq: run now: unexpected outcome %d", code)
 	}

@@ -114,3 +114,36 @@ func ExampleQueue_SetRateLimit() {
 	// scheduled 1h0m0s
 	// 2 per 1h0m0s 2 1
 }
+
+// At most one payment of an account runs at once, across every process:
+// the second waits until the first is acked.
+func ExampleQueue_SetConcurrencyLimit() {
+	q, done := exampleQueue("payments")
+	defer done()
+	ctx := context.Background()
+	if err := q.SetConcurrencyLimit(ctx, "acct:42", 1); err != nil {
+		panic(err)
+	}
+	for _, id := range []string{"pay:1", "pay:2"} {
+		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, Job: redisq.Job{LimitKey: "acct:42"}}); err != nil {
+			panic(err)
+		}
+	}
+	ms, err := q.TakeBatch(ctx, 10)
+	if err != nil {
+		panic(err)
+	}
+	it, _ := q.Get(ctx, "pay:2")
+	fmt.Println(len(ms), ms[0].ID, it.WaitsForPlace)
+	if err := ms[0].Ack(ctx); err != nil {
+		panic(err)
+	}
+	m, err := q.Take(ctx) // pay:2 is due now
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(m.ID)
+	// Output:
+	// 1 pay:1 true
+	// pay:2
+}

@@ -134,6 +134,11 @@ type Item struct {
 	// LimitKey's rate limit (see Queue.SetRateLimit): the slot it waits
 	// for, later than Due; zero otherwise.
 	RateSlot time.Time `json:"rate_slot,omitzero"`
+	// WaitsForPlace is set on a scheduled item that a claim found with
+	// every place of its LimitKey's concurrency limit taken (see
+	// Queue.SetConcurrencyLimit): it is not due on its own, and becomes
+	// due when a place frees.
+	WaitsForPlace bool `json:"waits_for_place,omitempty"`
 	// Job is the item's kind, headers and options, as enqueued.
 	Job
 
@@ -160,6 +165,7 @@ func itemFrom(r rdb.Item) Item {
 		if r.SlotWait != 0 && r.SlotWait == r.Score {
 			it.RateSlot = msTime(r.SlotWait)
 		}
+		it.WaitsForPlace = r.PlaceWait
 	case StateInFlight:
 		it.LeaseDeadline = msTime(r.Deadline)
 	case StateDead:

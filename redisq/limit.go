@@ -142,3 +142,101 @@ func (q *Queue) rateLimitStates(ctx context.Context, keys []string) ([]LimitStat
 	}
 	return out, nil
 }
+
+// MaxConcurrency is the largest concurrency limit.
+const MaxConcurrency = 1 << 30
+
+// ConcurrencyState is a limit key's concurrency limit and its use, as
+// Redis saw it when it was read.
+type ConcurrencyState struct {
+	Key   string
+	Limit int // 0: the key has no concurrency limit
+	// Leased counts the key's items that hold a place: leased since the
+	// limit was set, their leases not expired. Waiting counts the items
+	// that a claim found with every place taken and that wait for one.
+	Leased, Waiting int
+}
+
+// SetConcurrencyLimit sets the concurrency limit of the items whose
+// LimitKey is key ("": the items without one), for every process that uses
+// the queue: at most k of them are leased at once. k 0 removes the limit.
+//
+// A claim leases an item of the key only while fewer than k of the key's
+// items hold a place; an item holds one from its claim until its lease
+// ends (Ack, Nack, DeadLetter, a release, or its lease expiring: a
+// consumer that dies holding an item frees its place when the lease
+// expires, and Extend keeps it). An item due while every place is taken
+// is not leased: it waits in Redis, scheduled but never due on its own,
+// and when a place frees the first waiting item is made due and claimed
+// like any due item (no process polls). Waiting items keep their order,
+// and a new item of the key waits behind them. Items of other keys are
+// not held up: the claim that makes an item wait leases the next due one.
+// A key may have a rate limit as well (SetRateLimit): an item is leased
+// when both allow it.
+//
+// Raising the limit makes as many waiting items due as there are new
+// places; lowering it leaves the items leased as they are (no new one is
+// leased until fewer than k are); removing it lets every waiting item go
+// (one round trip per 100 of them). Items leased before the limit was set
+// hold no place.
+func (q *Queue) SetConcurrencyLimit(ctx context.Context, key string, k int) error {
+	if len(key) > MaxLimitKeyLen {
+		return fmt.Errorf("redisq: a limit key of %d bytes, over MaxLimitKeyLen (%d)", len(key), MaxLimitKeyLen)
+	}
+	if k < 0 || k > MaxConcurrency {
+		return fmt.Errorf("redisq: SetConcurrencyLimit(%q, %d): k must be 0 (no limit) to %d", key, k, MaxConcurrency)
+	}
+	if q.isClosed() {
+		return ErrClosed
+	}
+	return q.db.SetConcurrencyLimit(ctx, key, int64(k))
+}
+
+// ConcurrencyLimitState reads key's concurrency limit and its use. One
+// round trip.
+func (q *Queue) ConcurrencyLimitState(ctx context.Context, key string) (ConcurrencyState, error) {
+	st, err := q.concStates(ctx, []string{key})
+	if err != nil {
+		return ConcurrencyState{}, err
+	}
+	return st[0], nil
+}
+
+// ConcurrencyLimits reads every concurrency limit set on the queue and its
+// use, in no particular order: one round trip per 100 keys.
+func (q *Queue) ConcurrencyLimits(ctx context.Context) ([]ConcurrencyState, error) {
+	var all []ConcurrencyState
+	var cursor uint64
+	for {
+		keys, next, err := q.db.ConcKeys(ctx, cursor, 100)
+		if err != nil {
+			return nil, err
+		}
+		if len(keys) > 0 {
+			st, err := q.concStates(ctx, keys)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, st...)
+		}
+		if next == 0 {
+			return all, nil
+		}
+		cursor = next
+	}
+}
+
+func (q *Queue) concStates(ctx context.Context, keys []string) ([]ConcurrencyState, error) {
+	if q.isClosed() {
+		return nil, ErrClosed
+	}
+	raw, err := q.db.ConcStates(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ConcurrencyState, len(raw))
+	for i, r := range raw {
+		out[i] = ConcurrencyState{Key: r.Key, Limit: int(r.K), Leased: int(r.Leased), Waiting: int(r.Waiting)}
+	}
+	return out, nil
+}

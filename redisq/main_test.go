@@ -100,6 +100,60 @@ func runHelper(mode string) int {
 				return 2
 			}
 		}
+	case "conc":
+		// Claims for ever, by AckTake when REDISQ_ME is odd, else by
+		// TakeBatch(2) and AckMany. Each item it holds goes into the zset
+		// held (member id, score its lease deadline) from just after its
+		// claim to just before its ack; it prints "CLAIM id key held" with
+		// the number of the key's items in held whose leases had not
+		// expired then (by Redis TIME), and holds the item REDISQ_HOLD.
+		hold, _ := time.ParseDuration(os.Getenv("REDISQ_HOLD"))
+		count := redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')`)
+		held := func(ms []*Message) error {
+			for _, m := range ms {
+				n, err := count.Run(ctx, c, []string{"held:" + m.LimitKey}, m.Deadline.UnixMilli(), m.ID).Int()
+				if err != nil {
+					return err
+				}
+				fmt.Printf("CLAIM %s %s %d\n", m.ID, m.LimitKey, n)
+			}
+			time.Sleep(hold)
+			for _, m := range ms {
+				if err := c.ZRem(ctx, "held:"+m.LimitKey, m.ID).Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if me, _ := strconv.Atoi(os.Getenv("REDISQ_ME")); me%2 == 1 {
+			var m *Message
+			for {
+				if m, err = q.AckTake(ctx, m); err == nil {
+					err = held([]*Message{m})
+				}
+				if err != nil {
+					fmt.Println("ERR", err)
+					return 2
+				}
+			}
+		}
+		for {
+			ms, err := q.TakeBatch(ctx, 2)
+			if err == nil {
+				err = held(ms)
+			}
+			if err == nil {
+				err = errors.Join(q.AckMany(ctx, ms)...)
+			}
+			if err != nil {
+				fmt.Println("ERR", err)
+				return 2
+			}
+		}
 	}
 	return 3
 }

@@ -714,6 +714,9 @@ type Stats struct {
 	Paused        bool          // no claim leases anything (see Pause)
 	PausedSince   time.Time     // when Pause paused it (zero when not paused, or paused by a version that did not say)
 	RateLimits    int           // rate limits set on the queue's limit keys (see SetRateLimit; RateLimits reads them)
+	// ConcurrencyLimits counts the concurrency limits set on its limit keys
+	// (see SetConcurrencyLimit; ConcurrencyLimits reads them).
+	ConcurrencyLimits int
 	// Counters since the queue was created (Destroy resets them); see
 	// StatsCounters.
 	StatsCounters
@@ -745,7 +748,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		Completed:  r.Completed,
 		Counters:   map[string]int64{},
 		Paused:     r.Paused,
-		RateLimits: int(r.RateLimits),
+		RateLimits: int(r.RateLimits), ConcurrencyLimits: int(r.ConcLimits),
 	}
 	if r.HasHead && r.Head <= r.Now {
 		s.OldestOverdue = msDuration(r.Now - r.Head)

@@ -98,25 +98,36 @@ func BenchmarkServerCost(b *testing.B) {
 	})
 	// "-limited": every item counts against a rate limit that it stays
 	// under, so the cost is the limiter's bookkeeping of each claim.
+	// "-conc1000keys": the items go round 1,000 limit keys, each with a
+	// concurrency limit of 1 that no claim finds reached (each item is
+	// acked before its key comes round again), so the cost is the
+	// bookkeeping of each place taken and freed.
 	for _, run := range []struct {
-		k       int
-		limited bool
-	}{{1, false}, {100, false}, {1, true}, {100, true}} {
+		k    int
+		mode string
+	}{{1, ""}, {100, ""}, {1, "limited"}, {100, "limited"}, {1, "conc1000keys"}, {100, "conc1000keys"}} {
 		k, name := run.k, fmt.Sprintf("take+ack/%d", run.k)
-		var job Job
-		if run.limited {
-			name, job = name+"-limited", Job{LimitKey: "tenant"}
+		if run.mode != "" {
+			name += "-" + run.mode
 		}
 		b.Run(name, func(b *testing.B) {
 			q := newQueue(b, c, fmt.Sprintf("cost-take-%d-%d", k, costRun.Add(1)))
-			if run.limited {
+			job := func(int) Job { return Job{} }
+			switch run.mode {
+			case "limited":
 				require.NoError(b, q.SetRateLimit(ctx, "tenant", RateLimit{N: MaxRateN, Per: time.Second}))
+				job = func(int) Job { return Job{LimitKey: "tenant"} }
+			case "conc1000keys":
+				for key := range 1000 {
+					require.NoError(b, q.SetConcurrencyLimit(ctx, "acct"+strconv.Itoa(key), 1))
+				}
+				job = func(i int) Job { return Job{LimitKey: "acct" + strconv.Itoa(i%1000)} }
 			}
 			due := time.Now().Add(-time.Second)
 			items := make([]EnqueueItem, 1000)
 			for done := 0; done < ops(b, k)*k; done += len(items) {
 				for j := range items {
-					items[j] = EnqueueItem{ID: "i" + strconv.Itoa(done+j), Payload: payload, At: due, Job: job}
+					items[j] = EnqueueItem{ID: "i" + strconv.Itoa(done+j), Payload: payload, At: due, Job: job(done + j)}
 				}
 				_, err := q.EnqueueMany(ctx, items)
 				require.NoError(b, err)

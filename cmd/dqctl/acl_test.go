@@ -494,4 +494,53 @@ func TestACLRules(t *testing.T) {
 		}
 		f.audit(t)
 	})
+
+	// Limits: the operator sets them, the producer enqueues and cancels
+	// under them, the consumer claims, acks and nacks under them, and the
+	// operator removes them while items wait.
+	t.Run("limits", func(t *testing.T) {
+		open := func(user string) *redisq.Queue {
+			q, err := redisq.New(ctx, client(user), "limited", redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = q.Close() })
+			return q
+		}
+		op, prod, cons := open("dqoperator"), open("dqproducer"), open("dqconsumer")
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(op.SetRateLimit(ctx, "r", redisq.RateLimit{N: 1, Per: time.Hour}))
+		must(op.SetConcurrencyLimit(ctx, "c", 1))
+		for i := range 3 {
+			for _, k := range []string{"r", "c"} {
+				_, err := prod.Add(ctx, redisq.EnqueueItem{ID: fmt.Sprintf("%s%d", k, i), At: time.Unix(1, 0), Job: redisq.Job{LimitKey: k}})
+				must(err)
+			}
+		}
+		ms, err := cons.TakeBatch(ctx, 10)
+		must(err)
+		if len(ms) != 2 {
+			t.Fatalf("took %d, want one of each key", len(ms))
+		}
+		for _, m := range ms {
+			if m.LimitKey == "c" {
+				must(m.Nack(ctx))
+			} else {
+				must(m.Ack(ctx))
+			}
+		}
+		_, err = prod.Cancel(ctx, "c1")
+		must(err)
+		must(prod.Reschedule(ctx, "r1", time.Now().Add(time.Hour)))
+		_, err = op.Cancel(ctx, "c2")
+		must(err)
+		must(op.SetRateLimit(ctx, "r", redisq.RateLimit{}))
+		must(op.SetConcurrencyLimit(ctx, "c", 0))
+		dqctl(t, "", append(as("dqreader"), "limits", "limited")...).want(t, exitOK, "has no rate or concurrency limit")
+	})
 }

@@ -51,8 +51,12 @@ func commands() []command {
 			"an enqueue of the key meanwhile is refused (Unique) or replaces that item while it waits (Debounce); -release ends the window now",
 			min: 2, max: 2, flags: uniqueFlags, run: cmdUnique},
 		{name: "limits", args: "QUEUE [KEY]", help: "list the queue's rate limits (redisq Queue.SetRateLimit), one limit key's with KEY: the limit, " +
-			"the claims in the window that ends now, when the next may be made, the items waiting for a slot and the last slot given",
+			"the claims in the window that ends now, when the next may be made, the items waiting for a slot and the last slot given; " +
+			"then its concurrency limits (Queue.SetConcurrencyLimit): the limit, the items leased and the items waiting for a place",
 			min: 1, max: 2, run: cmdLimits},
+		{name: "concurrency-limit", args: "QUEUE KEY K|none", help: "set the concurrency limit of the items whose limit key is KEY (\"\" for those without one): " +
+			"at most K of them leased at once, across every process; none removes it and lets the waiting items go",
+			min: 3, max: 3, run: cmdConcurrencyLimit, write: true},
 		{name: "rate-limit", args: "QUEUE KEY N/PER|none", help: "set the rate limit of the items whose limit key is KEY (\"\" for those without one): " +
 			"at most N claims in any PER (100/1m), by the Redis clock; none removes it. Waiting items wait again under the new limit only if they must",
 			min: 3, max: 3, run: cmdRateLimit, write: true},
@@ -746,6 +750,10 @@ func cmdShow(e *env) error {
 	row("due", "%s", stamp(it.Due))
 	if !it.RateSlot.IsZero() {
 		row("waits", "for a slot of its limit key's rate limit, until %s", stamp(it.RateSlot))
+		lines++
+	}
+	if it.WaitsForPlace {
+		row("waits", "for a place under its limit key's concurrency limit: due when one frees")
 		lines++
 	}
 	row("attempts", "%d", it.Attempts)

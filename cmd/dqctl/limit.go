@@ -11,7 +11,8 @@ import (
 )
 
 // cmdLimits lists a queue's rate limits (redisq Queue.SetRateLimit) and
-// their use, or one key's.
+// concurrency limits (Queue.SetConcurrencyLimit) and their use, or one
+// key's.
 func cmdLimits(e *env) error {
 	q, err := e.queue()
 	if err != nil {
@@ -19,40 +20,93 @@ func cmdLimits(e *env) error {
 	}
 	defer q.Close()
 	var all []redisq.LimitState
+	var conc []redisq.ConcurrencyState
 	if len(e.args) == 2 {
 		st, err := q.RateLimitState(e.ctx, e.args[1])
 		if err != nil {
 			return err
 		}
-		if st.Limit.N == 0 {
-			return notFound("limit key %s of queue %s has no rate limit: its items are not limited", quote(e.args[1]), quote(e.args[0]))
+		cs, err := q.ConcurrencyLimitState(e.ctx, e.args[1])
+		if err != nil {
+			return err
 		}
-		all = []redisq.LimitState{st}
-	} else if all, err = q.RateLimits(e.ctx); err != nil {
-		return err
+		if st.Limit.N == 0 && cs.Limit == 0 {
+			return notFound("limit key %s of queue %s has no rate or concurrency limit: its items are not limited", quote(e.args[1]), quote(e.args[0]))
+		}
+		if st.Limit.N > 0 {
+			all = []redisq.LimitState{st}
+		}
+		if cs.Limit > 0 {
+			conc = []redisq.ConcurrencyState{cs}
+		}
+	} else {
+		if all, err = q.RateLimits(e.ctx); err != nil {
+			return err
+		}
+		if conc, err = q.ConcurrencyLimits(e.ctx); err != nil {
+			return err
+		}
 	}
-	if len(all) == 0 {
-		e.printf("queue %s has no rate limit\n", quote(e.args[0]))
+	if len(all) == 0 && len(conc) == 0 {
+		e.printf("queue %s has no rate or concurrency limit\n", quote(e.args[0]))
 		return nil
 	}
 	now, err := e.c.Time(e.ctx).Result()
 	if err != nil {
 		return err
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
 	w := table(e.stdout)
-	fmt.Fprintln(w, "KEY\tLIMIT\tUSED\tROOM\tWAITING\tLAST SLOT")
-	for _, s := range all {
-		room, last := "now", "-"
-		if s.Room.After(now) {
-			room = rel(s.Room, now)
+	if len(all) > 0 {
+		sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
+		fmt.Fprintln(w, "KEY\tLIMIT\tUSED\tROOM\tWAITING\tLAST SLOT")
+		for _, s := range all {
+			room, last := "now", "-"
+			if s.Room.After(now) {
+				room = rel(s.Room, now)
+			}
+			if !s.LastSlot.IsZero() {
+				last = rel(s.LastSlot, now)
+			}
+			fmt.Fprintf(w, "%s\t%v\t%d/%d\t%s\t%d\t%s\n", quote(s.Key), s.Limit, s.Used, s.Limit.N, room, s.Waiting, last)
 		}
-		if !s.LastSlot.IsZero() {
-			last = rel(s.LastSlot, now)
+	}
+	if len(conc) > 0 {
+		if len(all) > 0 {
+			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s\t%v\t%d/%d\t%s\t%d\t%s\n", quote(s.Key), s.Limit, s.Used, s.Limit.N, room, s.Waiting, last)
+		sort.Slice(conc, func(i, j int) bool { return conc[i].Key < conc[j].Key })
+		fmt.Fprintln(w, "KEY\tCONCURRENCY\tLEASED\tWAITING")
+		for _, s := range conc {
+			fmt.Fprintf(w, "%s\t%d\t%d/%d\t%d\n", quote(s.Key), s.Limit, s.Leased, s.Limit, s.Waiting)
+		}
 	}
 	return w.Flush()
+}
+
+// cmdConcurrencyLimit sets or removes one key's concurrency limit.
+func cmdConcurrencyLimit(e *env) error {
+	k := 0
+	if e.args[2] != "none" {
+		n, err := strconv.Atoi(e.args[2])
+		if err != nil || n < 1 || n > redisq.MaxConcurrency {
+			return usageErr("bad concurrency %s: want K, 1 to %d, or none", quote(e.args[2]), redisq.MaxConcurrency)
+		}
+		k = n
+	}
+	q, err := e.queue()
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	if err := q.SetConcurrencyLimit(e.ctx, e.args[1], k); err != nil {
+		return err
+	}
+	if k == 0 {
+		e.printf("limit key %s of queue %s: no concurrency limit; its waiting items are due now\n", quote(e.args[1]), quote(e.args[0]))
+		return nil
+	}
+	e.printf("limit key %s of queue %s: at most %d leased at once; waiting items go as places free\n", quote(e.args[1]), quote(e.args[0]), k)
+	return nil
 }
 
 // cmdRateLimit sets or removes one key's rate limit.

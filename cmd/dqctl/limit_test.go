@@ -44,7 +44,7 @@ func TestRateLimits(t *testing.T) {
 	r = dqctl(t, "", append(a, "run-now", "orders", "r1")...)
 	r.want(t, exitOK, `"r1" is due and waits for its rate slot (in 1h0m0s`, "left in its place; the limit holds")
 	r = dqctl(t, "", append(a, "limits", "orders", "nope")...)
-	r.want(t, exitNotFound, `limit key "nope" of queue "orders" has no rate limit`)
+	r.want(t, exitNotFound, `limit key "nope" of queue "orders" has no rate or concurrency limit`)
 	r = dqctl(t, "", append(a, "rate-limit", "orders", "k", "5")...)
 	r.want(t, exitUsage, `bad rate "5": want N/PER`)
 
@@ -55,8 +55,55 @@ func TestRateLimits(t *testing.T) {
 		t.Fatalf("after none: %d items, %v", len(ms), err)
 	}
 	r = dqctl(t, "", append(a, "limits", "orders")...)
-	r.want(t, exitOK, `queue "orders" has no rate limit`)
+	r.want(t, exitOK, `queue "orders" has no rate or concurrency limit`)
 	if err := m.Ack(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConcurrencyLimits: concurrency-limit sets a key's limit and none
+// removes it; limits shows the items leased and waiting, and show says an
+// item waits for a place.
+func TestConcurrencyLimits(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	a := []string{"-redis", f.addr}
+	r := dqctl(t, "", append(a, "concurrency-limit", "orders", "acct", "1")...)
+	r.want(t, exitOK, `limit key "acct" of queue "orders": at most 1 leased at once`)
+	r = dqctl(t, "", append(a, "concurrency-limit", "orders", "acct", "0")...)
+	r.want(t, exitUsage, `bad concurrency "0": want K`)
+	for i := range 3 {
+		if _, err := f.q.Add(ctx, redisq.EnqueueItem{ID: fmt.Sprintf("c%d", i), At: time.Unix(1, 0), Job: redisq.Job{LimitKey: "acct"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Claim what is due (the fixture's overdue items too): c0 is leased,
+	// c1 and c2 wait.
+	var held []*redisq.Message
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		ms, err := f.q.TakeBatch(tctx, 100)
+		cancel()
+		if err != nil {
+			break
+		}
+		held = append(held, ms...)
+	}
+	r = dqctl(t, "", append(a, "limits", "orders", "acct")...)
+	r.want(t, exitOK, "KEY", "CONCURRENCY", "LEASED", `"acct"`, "1/1", "  2")
+	r = dqctl(t, "", append(a, "show", "orders", "c1")...)
+	r.want(t, exitOK, "waits", "for a place under its limit key's concurrency limit")
+	r = dqctl(t, "", append(a, "concurrency-limit", "orders", "acct", "none")...)
+	r.want(t, exitOK, "no concurrency limit; its waiting items are due now")
+	ms, err := f.q.TakeBatch(ctx, 10)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("after none: %d items, %v", len(ms), err)
+	}
+	r = dqctl(t, "", append(a, "limits", "orders")...)
+	r.want(t, exitOK, `queue "orders" has no rate or concurrency limit`)
+	for _, m := range append(held, ms...) {
+		if err := m.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

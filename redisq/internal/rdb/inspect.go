@@ -31,6 +31,8 @@ type StatsReply struct {
 	PausedAt int64
 	// RateLimits counts the rate limits set (the sequence's lim).
 	RateLimits int64
+	// ConcLimits counts the concurrency limits set (the sequence's cc).
+	ConcLimits int64
 }
 
 // Stats reads the queue's sizes and counters in one script.
@@ -49,7 +51,7 @@ func (r *Runner) Stats(ctx context.Context) (StatsReply, error) {
 	}
 	s.Counters = flatMap(res[6])
 	s.Lateness = flatMap(res[7])
-	f, _ := res[8].([]interface{}) // n, s0, r, paused, lim of the sequence
+	f, _ := res[8].([]interface{}) // n, s0, r, paused, lim, cc of the sequence
 	if len(f) >= 3 && f[0] != nil && f[1] != nil {
 		n, s0, rq := toInt(f[0]), toInt(f[1]), int64(0)
 		if f[2] != nil {
@@ -59,6 +61,9 @@ func (r *Runner) Stats(ctx context.Context) (StatsReply, error) {
 	}
 	if len(f) > 4 && f[4] != nil {
 		s.RateLimits = toInt(f[4])
+	}
+	if len(f) > 5 && f[5] != nil {
+		s.ConcLimits = toInt(f[5])
 	}
 	if len(f) > 3 && f[3] != nil {
 		s.Paused = true
@@ -104,13 +109,16 @@ type Item struct {
 	// ms), set when a claim found its limit key's limit reached; 0 when
 	// it does not wait for one.
 	SlotWait int64
+	// PlaceWait is set on a scheduled item that waits for a place under
+	// its limit key's concurrency limit (field cq).
+	PlaceWait bool
 }
 
 // itemStride is the number of reply elements per item from append_item
 // (lua/include/item.lua): id, zset score, st, due, att, dl, enq, can, why,
 // payload size, payload, the job fields (JobFields), fin, result size,
-// result, wt.
-const itemStride = 11 + len(JobFields) + 4
+// result, wt, cq.
+const itemStride = 11 + len(JobFields) + 5
 
 func itemOf(r []interface{}) Item {
 	str := func(v interface{}) string { s, _ := v.(string); return s }
@@ -130,6 +138,7 @@ func itemOf(r []interface{}) Item {
 	}
 	if it.State == "s" {
 		it.SlotWait = ToMS(r[j+3])
+		it.PlaceWait = str(r[j+4]) == "1"
 	}
 	return it
 }

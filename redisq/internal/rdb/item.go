@@ -79,6 +79,7 @@ const (
 	RunNowTaken                 // the extra run's id exists: name it after another ms
 	RunNowExtra                 // an extra run of the pending occurrence enqueued
 	RunNowWaiting               // due, waiting for its rate slot: left in its place
+	RunNowWaitingPlace          // due, waiting for a place under its concurrency limit: left in its place
 )
 
 // RunNowArgs: an item to run now, and, when its id names the occurrence of
@@ -105,7 +106,7 @@ func (r *Runner) RunNow(ctx context.Context, a RunNowArgs) (code RunNowCode, due
 		return 0, 0, err
 	}
 	code = RunNowCode(toInt(res[0]))
-	if code < RunNowNotFound || code > RunNowWaiting {
+	if code < RunNowNotFound || code > RunNowWaitingPlace {
 		return 0, 0, errUnexpected("run now", res)
 	}
 	if len(res) > 1 {

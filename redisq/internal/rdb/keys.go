@@ -53,6 +53,9 @@ import "strconv"
 //	{dq:NAME}:limits   hash    limit key -> its rate limit "N,PER µs"; the
 //	                           keys rl:KEY, rw:KEY, rr:KEY and rx:KEY hold its use
 //	                           (see lua/include/rate.lua)
+//	{dq:NAME}:conc     hash    limit key -> its concurrency limit K; the
+//	                           keys cf:KEY and cq:KEY hold its use (see
+//	                           conc_of in lua/include/common.lua)
 //
 // and, outside every queue's slot, RegistryKey and PartitionedRegistryKey.
 //
@@ -65,7 +68,7 @@ type Keys struct {
 	Items  string // "{dq:NAME}:m:", every script's ARGV[1]
 
 	Sched, Lease, Dead, Done, Wake, Stats, Seq, Timer, Late string
-	Parts, Recs, Recx, Workers, Limits                      string
+	Parts, Recs, Recx, Workers, Limits, Conc                string
 }
 
 // QueueKeys returns the keys of the queue name.
@@ -76,7 +79,7 @@ func QueueKeys(name string) Keys {
 		Sched: p + "sched", Lease: p + "lease", Dead: p + "dead", Done: p + "done", Wake: p + "wake",
 		Stats: p + "stats", Seq: p + "seq", Timer: p + "timer", Late: p + "late",
 		Parts: p + "parts", Recs: p + "recs", Recx: p + "recx", Workers: p + "workers",
-		Limits: p + "limits",
+		Limits: p + "limits", Conc: p + "conc",
 	}
 }
 

@@ -5,6 +5,8 @@ import "context"
 var (
 	scriptRateLimit  = newScript("rate_limit", kSched, kWake, kSeq).acked()
 	scriptLimitState = newScript("limit_state")
+	scriptConcLimit  = newScript("conc_limit", kSched, kWake, kSeq).acked()
+	scriptConcState  = newScript("conc_state")
 )
 
 // Rate limits: the keys of a limit key (see lua/include/rate.lua).
@@ -69,6 +71,70 @@ func (r *Runner) LimitStates(ctx context.Context, keys []string) (now int64, st 
 // limits from cursor; next 0 ends.
 func (r *Runner) LimitKeys(ctx context.Context, cursor uint64, count int64) (keys []string, next uint64, err error) {
 	kv, next, err := r.Client.HScan(ctx, r.Keys.Limits, cursor, "", count).Result()
+	for i := 0; i+1 < len(kv); i += 2 {
+		keys = append(keys, kv[i])
+	}
+	return keys, next, r.permissionError(err)
+}
+
+// Concurrency limits: the keys of a limit key (see conc_of in
+// lua/include/common.lua).
+func (k *Keys) concKeys(key string) []string {
+	return []string{k.Prefix + "cf:" + key, k.Prefix + "cq:" + key}
+}
+
+// SetConcurrencyLimit sets key's concurrency limit to k items leased at
+// once, or removes it when k is 0 (lua/conc_limit.lua). Removing it lets
+// the waiting items go, a batch per call until none waits: no claim adds
+// one to a key without a limit, so the calls end (for those a concurrent
+// change adds, a batch per item waiting after the first call).
+func (r *Runner) SetConcurrencyLimit(ctx context.Context, key string, k int64) error {
+	keys := append([]string{r.Keys.Conc}, r.Keys.concKeys(key)...)
+	res, err := r.run(ctx, scriptConcLimit, keys, key, k)
+	if err != nil || k > 0 {
+		return err
+	}
+	for calls := toInt(res[1])/ScriptBatch + 1; calls > 0 && toInt(res[1]) > 0; calls-- {
+		if res, err = r.run(ctx, scriptConcLimit, keys, key, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ConcState is a limit key's concurrency limit and its use
+// (lua/conc_state.lua).
+type ConcState struct {
+	Key     string
+	K       int64 // 0: no limit
+	Leased  int64 // items holding a place
+	Waiting int64 // items waiting for one
+}
+
+// ConcStates reads the state of each of keys.
+func (r *Runner) ConcStates(ctx context.Context, keys []string) ([]ConcState, error) {
+	extra := []string{r.Keys.Conc}
+	args := make([]interface{}, len(keys))
+	for i, k := range keys {
+		extra = append(extra, r.Keys.concKeys(k)...)
+		args[i] = k
+	}
+	res, err := r.run(ctx, scriptConcState, extra, args...)
+	if err != nil {
+		return nil, err
+	}
+	st := make([]ConcState, len(keys))
+	for i, k := range keys {
+		v := res[1+3*i : 4+3*i]
+		st[i] = ConcState{Key: k, K: toInt(v[0]), Leased: toInt(v[1]), Waiting: toInt(v[2])}
+	}
+	return st, nil
+}
+
+// ConcKeys returns one page of the keys that have a concurrency limit:
+// HSCAN of the limits from cursor; next 0 ends.
+func (r *Runner) ConcKeys(ctx context.Context, cursor uint64, count int64) (keys []string, next uint64, err error) {
+	kv, next, err := r.Client.HScan(ctx, r.Keys.Conc, cursor, "", count).Result()
 	for i := 0; i+1 < len(kv); i += 2 {
 		keys = append(keys, kv[i])
 	}

@@ -8,6 +8,7 @@
 --@include common
 --@include lateness
 --@include rate
+--@include conc
 --@include ack_one
 
 local now, frac = now_ms()

@@ -13,8 +13,9 @@ local now = now_ms()
 local tp = string.sub(ARGV[1], 1, -3) .. 'a:'
 local fs, keep = {}, false
 for j = 2, #ARGV, 3 do
-  fs[j] = redis.call('HMGET', ARGV[1] .. ARGV[j], 'st', 'tok', 'dl', 'mem', 'ret', 'can')
+  fs[j] = redis.call('HMGET', ARGV[1] .. ARGV[j], 'st', 'tok', 'dl', 'mem', 'ret', 'can', 'cf')
   if fs[j][6] ~= '1' and fs[j][5] then keep = true end
+  fs[j].c = conc_of(ARGV[1] .. ARGV[j], fs[j][7])
 end
 if keep then redis.call('EXISTS', K_DONE) end
 local out, mems, hs, done = {}, {}, {}, {}
@@ -29,6 +30,7 @@ for j = 2, #ARGV, 3 do
     done[h] = tok
     mems[#mems + 1] = f[4]
     local ret = f[6] ~= '1' and tonumber(f[5])
+    conc_end(f.c, h, f[4], now)
     if ret then complete(h, f[4], ret, now, ARGV[j + 2]) else hs[#hs + 1] = h end
     redis.call('SET', tp .. tok, '1', 'PX', {{TOMB_MS}})
     out[#out + 1] = 1

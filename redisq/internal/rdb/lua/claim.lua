@@ -27,6 +27,7 @@
 --@include common
 --@include lateness
 --@include rate
+--@include conc
 
 local now, frac = now_ms()
 --@include claim

@@ -6,7 +6,9 @@
 --@include common
 --@include lease
 
+local c = conc_of(h, f[12])
 redis.call('ZREM', K_LEASE, f[4])
+conc_end(c, h, f[4], now)
 if f[6] == '1' then
   redis.call('DEL', h)
   redis.call('HINCRBY', K_STATS, 'cancelled', 1)

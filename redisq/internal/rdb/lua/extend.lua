@@ -11,7 +11,10 @@
 --@include lease_only
 
 local dl = after(now, frac, tonumber(ARGV[4]))
+-- The place of a concurrency limit is held until the new deadline.
+local c = conc_of(h, f[5])
 redis.call('ZADD', K_LEASE, 'XX', dl, f[4])
+if c then redis.call('ZADD', c.F, 'XX', dl, f[4]) end
 redis.call('HSET', h, 'dl', dl)
 if dl < tonumber(f[3]) and dl < timer_deadline() then redis.call('ZADD', K_WAKE, 0, 'w') end
 return {1, dl}

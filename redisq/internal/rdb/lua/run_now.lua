@@ -4,7 +4,8 @@
 -- {3, due} a dead or completed item revived, {4, due} already due (left in place), {5}
 -- the extra run's id exists (name it after another ms), {6, due} an extra
 -- run enqueued for the registration's pending occurrence, which is left in
--- place, {7, slot} due but waiting for its rate slot (left in place).
+-- place, {7, slot} due but waiting for its rate slot (left in place), {8}
+-- due but waiting for a place under its concurrency limit (left in place).
 --
 -- KEYS: sched, dead, wake, stats, seq; the item's hash, and for an id that
 --   names an occurrence (ARGV[3] not empty) the registration's hash and the
@@ -14,7 +15,7 @@
 --@include revive
 
 local h = ARGV[1] .. ARGV[2]
-local f = redis.call('HMGET', h, 'st', 'mem', 'due', 'p', 'wt')
+local f = redis.call('HMGET', h, 'st', 'mem', 'due', 'p', 'wt', 'cq')
 if not f[1] then return {0} end
 if f[1] == 'l' then return {2} end
 local now = now_ms()
@@ -25,6 +26,7 @@ end
 -- An item waiting for its rate slot is due: it keeps its place, and the
 -- limit holds (see include/rate.lua).
 if f[5] then return {7, tonumber(f[5])} end
+if f[6] then return {8} end
 local due = tonumber(f[3])
 if due <= now then return {4, due} end
 if ARGV[3] ~= '' then

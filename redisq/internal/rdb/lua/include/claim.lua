@@ -3,7 +3,7 @@
 
 -- A paused queue (see Pause) leases nothing and takes no timer: its
 -- consumers wait on the marker, which Resume rings.
-local qf = redis.call('HMGET', K_SEQ, 'paused', 'lim')
+local qf = redis.call('HMGET', K_SEQ, 'paused', 'lim', 'cc')
 if qf[1] then return {now, -1, 0} end
 local mp = ARGV[1]
 local n = math.min(tonumber(ARGV[2]), {{SCRIPT_BATCH}})
@@ -17,11 +17,18 @@ if lh[1] and tonumber(lh[2]) <= now then
   local exp = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, rb)
   -- Every item hash is read before the first write (see the key layout).
   local fs = {}
-  for i, mem in ipairs(exp) do fs[i] = redis.call('HMGET', mp .. string.sub(mem, 18), 'att', 'can', 'ma', 'bb', 'bx') end
+  local cs = {}
+  for i, mem in ipairs(exp) do
+    local h = mp .. string.sub(mem, 18)
+    fs[i] = redis.call('HMGET', h, 'att', 'can', 'ma', 'bb', 'bx', 'cf')
+    cs[i] = conc_of(h, fs[i][6]) or false
+  end
   for i, mem in ipairs(exp) do
     local id = string.sub(mem, 18)
     local h = mp .. id
     redis.call('ZREM', K_LEASE, mem)
+    -- An expired lease frees its place (see conc_of).
+    conc_end(cs[i] or nil, h, mem, now)
     local f = fs[i]
     local att = tonumber(f[1]) or 0
     local ma, bb, bx = policy(f[3], f[4], f[5], maxatt, base, bmax)
@@ -39,30 +46,59 @@ if lh[1] and tonumber(lh[2]) <= now then
   lh = redis.call('ZRANGE', K_LEASE, 0, 0, 'WITHSCORES')
 end
 local out = {now, -1, 0}
-local leased, wait, wmin = 0, nil, nil
-local sch = redis.call('ZRANGE', K_SCHED, 0, n, 'WITHSCORES')
+local leased, wait, park, wmin = 0, nil, nil, nil
+-- With limits, a claim looks at up to ScriptBatch due items to lease n,
+-- so that the items a limit holds do not hold up the others behind them.
+local m = n
+if n > 0 and (qf[2] or qf[3]) then m = {{SCRIPT_BATCH}} end
+local sch = redis.call('ZRANGE', K_SCHED, 0, m, 'WITHSCORES')
 local k = 0
-while k < n and sch[2 * k + 1] and tonumber(sch[2 * k + 2]) <= now do k = k + 1 end
+while k < m and sch[2 * k + 1] and tonumber(sch[2 * k + 2]) <= now do k = k + 1 end
 local dl = after(now, frac, tonumber(ARGV[3]))
 if k > 0 then
   -- Every item hash is read before the first write (see the key layout).
-  local fs = {}
-  for i = 1, k do fs[i] = redis.call('HMGET', mp .. string.sub(sch[2 * i - 1], 18), 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk', 'wt') end
-  -- Items whose limit key is at its rate limit wait (see rate.lua). The
-  -- limits are read here, after the reclaim's writes, like the hashes
-  -- above: each step reads before its own writes, and the reclaim (or the
-  -- ack before it) leaves a whole state if a later step fails.
-  if qf[2] then wait = rate_wait(sch, fs, k, now, frac) end
+  -- Items whose limit key is at its concurrency limit wait for a place
+  -- (see conc.lua), and those at its rate limit for a slot (rate.lua);
+  -- the claim looks at due items until n are leased. The limits are read
+  -- here, after the reclaim's writes, like the hashes: each step reads
+  -- before its own writes, and the reclaim (or the ack before it) leaves
+  -- a whole state if a later step fails.
+  local fs, skip, nowus, ok = {}, nil, now * 1000 + frac, 0
+  for i = 1, k do
+    local mem = sch[2 * i - 1]
+    local f = redis.call('HMGET', mp .. string.sub(mem, 18), 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk', 'wt', 'cq')
+    fs[i] = f
+    local c = qf[3] and conc_read(f[9] or '', now)
+    local l = qf[2] and rate_read(f[9] or '', nowus)
+    if c and not conc_one(c, f[11] ~= false) then
+      park = park or {}
+      park[i] = true
+    elseif l then
+      local slot = rate_one(l, mem, f[10] ~= false, nowus)
+      if slot then
+        wait = wait or {}
+        wait[i] = slot
+        if c then conc_undo(c, f[11] ~= false) end
+      end
+    end
+    if park and park[i] or wait and wait[i] then
+      skip = skip or {}
+      skip[i] = true
+    else
+      ok = ok + 1
+    end
+    if ok == n then k = i; break end
+  end
   local late = sch
-  if wait then
+  if skip then
     late = {}
-    for i = 1, k do if not wait[i] then late[#late + 1] = sch[2 * i - 1]; late[#late + 1] = sch[2 * i] end end
+    for i = 1, k do if not skip[i] then late[#late + 1] = sch[2 * i - 1]; late[#late + 1] = sch[2 * i] end end
   end
   -- The first write, so that nothing is leased if it failed (it cannot:
   -- see stats.go).
-  record_lateness(late, wait and #late / 2 or k, now)
+  record_lateness(late, skip and #late / 2 or k, now)
   local z = {}
-  for i = 1, k do if not (wait and wait[i]) then
+  for i = 1, k do if not (skip and skip[i]) then
     local mem = sch[2 * i - 1]
     local id = string.sub(mem, 18)
     local h = mp .. id
@@ -92,7 +128,12 @@ if k > 0 then
       if not wmin or slot < wmin then wmin = slot end
     end
   end
+  if park then
+    for i in pairs(park) do redis.call('ZADD', K_SCHED, MAXDUE, sch[2 * i - 1]) end
+  end
+
   if qf[2] then rate_write(now, frac) end
+  if qf[3] then conc_write(sch, fs, k, skip, park, dl, now) end
 end
 local nxt = -1
 if sch[2 * k + 1] then

@@ -158,26 +158,99 @@ local function replay(rq, rr, gone)
   end
   return nil
 end
+-- Concurrency limits (SetConcurrencyLimit in limit.go; the claim's side
+-- is include/conc.lua). K_CONC maps a limit key to K: at most K of the
+-- key's items leased at once. Per limited key, found while running:
+--
+--   {dq:NAME}:cf:KEY  zset  the key's leased items: member -> lease
+--                           deadline (ms), so that an expired lease frees
+--                           its place even before it is reclaimed
+--   {dq:NAME}:cq:KEY  zset  the items waiting for a place: member -> when
+--                           they began to wait (ms), in order
+--
+-- A leased item that holds a place has the field cf. A waiting item has
+-- the field cq and is scheduled at MAXDUE, never due on its own: when a
+-- place frees (an ack, nack, dead letter, release, an expired lease
+-- reclaimed, a waiting item leaving), conc_promote makes as many of the
+-- first waiting items due now as there are free places, and they are
+-- claimed like any due item. No process polls for a place.
+--
+-- conc_of(h, cf) reads, before the first write, what freeing the place of
+-- the item h needs (cf: its field): nil when it holds none.
+local function conc_of(h, cf)
+  if not cf then return nil end
+  local key = redis.call('HGET', h, 'lk') or ''
+  local c = {F = K_PREFIX .. 'cf:' .. key, Q = K_PREFIX .. 'cq:' .. key}
+  c.k = tonumber(redis.call('HGET', K_CONC, key))
+  redis.call('EXISTS', c.F, c.Q, K_SCHED, K_WAKE)
+  return c
+end
+-- conc_promote makes the first waiting items of c's key due now, one per
+-- free place: those made due already and not yet claimed are among the
+-- first, so they are not counted twice, and one waiting for a rate slot
+-- as well keeps it. A member no longer in sched is dropped from the
+-- waiting items, so that it holds no place. Bounded: ten pages.
+local function conc_promote(c, now)
+  if not c.k then return end
+  now = now or now_ms()
+  local free = c.k - redis.call('ZCOUNT', c.F, '(' .. string.format('%d', now), '+inf')
+  local woke, off = false, 0
+  for _ = 1, 10 do
+    if free <= 0 then break end
+    local ws = redis.call('ZRANGE', c.Q, off, off + math.min(free, 100) - 1)
+    if #ws == 0 then break end
+    for _, mem in ipairs(ws) do
+      local sc = redis.call('ZSCORE', K_SCHED, mem)
+      if not sc then
+        redis.call('ZREM', c.Q, mem)
+      else
+        off, free = off + 1, free - 1
+        if tonumber(sc) == MAXDUE then
+          redis.call('ZADD', K_SCHED, 'XX', now, mem)
+          woke = true
+        end
+      end
+    end
+  end
+  if woke then redis.call('ZADD', K_WAKE, 0, 'w') end
+end
+-- conc_end frees the place of the lease of member mem (h its hash, or nil
+-- when the item is gone), c its conc_of.
+local function conc_end(c, h, mem, now)
+  if not c then return end
+  redis.call('ZREM', c.F, mem)
+  if h then redis.call('HDEL', h, 'cf') end
+  conc_promote(c, now)
+end
 -- An item waiting for its rate slot (see include/rate.lua) has the field
 -- wt and its member in its limit key's waiting indexes, rw:KEY (and rx:KEY
--- while a change of limit lets them go). A script that takes a scheduled
--- item out of sched calls waiting_of(h) with its reads, before its first
--- write, since it reads the indexes, found while running: it returns the
--- item's indexes, or nil when the item waits for no slot. waiting_end then
--- takes the item out of them and, for an item that stays (keep), drops wt,
--- so that it waits again only if a claim finds its key over the limit.
+-- while a change of limit lets them go); one waiting for a place under a
+-- concurrency limit has the field cq and its member in cq:KEY. A script
+-- that takes a scheduled item out of sched calls waiting_of(h) with its
+-- reads, before its first write, since it reads the indexes, found while
+-- running: it returns the item's indexes, or nil when the item waits for
+-- nothing. waiting_end then takes the item out of them (a waiting item
+-- made due may be leaving a free place: the next one is made due) and,
+-- for an item that stays (keep), drops wt and cq, so that it waits again
+-- only if a claim finds its key over a limit.
 local function waiting_of(h)
-  local f = redis.call('HMGET', h, 'wt', 'lk')
-  if not f[1] then return nil end
-  local w = {K_PREFIX .. 'rw:' .. (f[2] or ''), K_PREFIX .. 'rx:' .. (f[2] or '')}
+  local f = redis.call('HMGET', h, 'wt', 'lk', 'cq')
+  if not f[1] and not f[3] then return nil end
+  local key = f[2] or ''
+  local w = {K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rx:' .. key}
   redis.call('EXISTS', w[1], w[2])
+  if f[3] then w.c = conc_of(h, f[3]) end
   return w
 end
 local function waiting_end(w, h, mem, keep)
   if not w then return end
   redis.call('ZREM', w[1], mem)
   redis.call('ZREM', w[2], mem)
-  if keep then redis.call('HDEL', h, 'wt') end
+  if keep then redis.call('HDEL', h, 'wt', 'cq') end
+  if w.c then
+    redis.call('ZREM', w.c.Q, mem)
+    conc_promote(w.c)
+  end
 end
 -- unsched takes a scheduled, dead or completed item out of its zset, for
 -- to_sched; a dead or completed item is revived: attempts reset, reason or
@@ -200,7 +273,7 @@ local function unsched(h, st, mem, w)
 end
 -- Job fields (Job in job.go): k the kind, j what only Go reads, ma max
 -- attempts, bb and bx the backoff base and max (µs), ret the retention
--- (ms), lk the limit key (see rate_wait). A script takes a job as ARGV[b], the number of fields set, and
+-- (ms), lk the limit key (see rate.lua and conc.lua). A script takes a job as ARGV[b], the number of fields set, and
 -- then each one's name and value (so ARGV[b + 2n + 1] follows a job of n
 -- fields): job_fields appends them to t as HSET arguments and returns t.
 local JOB_FIELDS = {'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk'}

@@ -8,7 +8,7 @@ local function zset_of(st)
 end
 local function append_item(out, id, score, withp)
   local h = ARGV[1] .. id
-  local f = redis.call('HMGET', h, 'st', 'due', 'att', 'dl', 'enq', 'can', 'why', 'wt')
+  local f = redis.call('HMGET', h, 'st', 'due', 'att', 'dl', 'enq', 'can', 'why', 'wt', 'cq')
   out[#out + 1] = id
   out[#out + 1] = score
   for i = 1, 7 do out[#out + 1] = f[i] or '' end
@@ -21,5 +21,6 @@ local function append_item(out, id, score, withp)
   out[#out + 1] = redis.call('HSTRLEN', h, 'res')
   if withp then out[#out + 1] = redis.call('HGET', h, 'res') or '' else out[#out + 1] = '' end
   out[#out + 1] = f[8] or ''
+  out[#out + 1] = f[9] or ''
   return at
 end

@@ -63,43 +63,33 @@ local function rate_room(l, nowus)
   end
   return l.room
 end
--- rate_wait decides, for the first k due members of sch whose fields are
--- fs (lk at 9, wt at 10), which are claimed: it returns nil when all are,
--- else a table of index -> the slot (ms) an item waits for. Reads only.
-local function rate_wait(sch, fs, k, now, frac)
-  local nowus = now * 1000 + frac
-  local wait = nil
-  for i = 1, k do
-    local l = rate_read(fs[i][9] or '', nowus)
-    if l then
-      local mem, waiting = sch[2 * i - 1], fs[i][10] ~= false
-      -- The tail's item is due when its slot's ms has begun.
-      local ahead = l.tail and math.ceil(l.tail / 1000) * 1000 > nowus
-      if l.cnt < l.n and (waiting or not ahead) then
-        l.cnt = l.cnt + 1
-        l.adm[#l.adm + 1] = mem
-        if waiting then l.gone[#l.gone + 1] = mem end
-      else
-        local gap = math.ceil(l.per / l.n)
-        local s = nowus + 1
-        if l.cnt >= l.n then s = rate_room(l, nowus) end
-        -- A new item goes behind the tail; a waiting one keeps its place,
-        -- after the last one that waits again.
-        local after = l.tail
-        if waiting then after = l.again end
-        if after and after + gap > s then s = after + gap end
-        if waiting then l.again, l.set = s, true end
-        if not l.tail or s > l.tail then l.tail = s end
-        wait = wait or {}
-        wait[i] = math.ceil(s / 1000)
-        l.wake[#l.wake + 1] = string.format('%d', s)
-        l.wake[#l.wake + 1] = mem
-      end
-    end
+-- rate_one decides, for a due item (member mem; waiting: it has wt) of a
+-- key whose limit is l, at nowus: nil when it is claimed, else the slot
+-- (ms) it waits for. Reads only.
+local function rate_one(l, mem, waiting, nowus)
+  -- The tail's item is due when its slot's ms has begun.
+  local ahead = l.tail and math.ceil(l.tail / 1000) * 1000 > nowus
+  if l.cnt < l.n and (waiting or not ahead) then
+    l.cnt = l.cnt + 1
+    l.adm[#l.adm + 1] = mem
+    if waiting then l.gone[#l.gone + 1] = mem end
+    return nil
   end
-  return wait
+  local gap = math.ceil(l.per / l.n)
+  local s = nowus + 1
+  if l.cnt >= l.n then s = rate_room(l, nowus) end
+  -- A new item goes behind the tail; a waiting one keeps its place,
+  -- after the last one that waits again.
+  local after = l.tail
+  if waiting then after = l.again end
+  if after and after + gap > s then s = after + gap end
+  if waiting then l.again, l.set = s, true end
+  if not l.tail or s > l.tail then l.tail = s end
+  l.wake[#l.wake + 1] = string.format('%d', s)
+  l.wake[#l.wake + 1] = mem
+  return math.ceil(s / 1000)
 end
--- rate_write records what rate_wait decided: the claims in each key's log,
+-- rate_write records what rate_one decided: the claims in each key's log,
 -- the waiting items in its index.
 local function rate_write(now, frac)
   local nowus = now * 1000 + frac
