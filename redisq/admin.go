@@ -360,6 +360,8 @@ type RunNowResult struct {
 //     (RunNowWaiting), and so does one waiting for a place under its
 //     concurrency limit (RunNowWaitingForPlace): a limit holds for an
 //     operator as well;
+//   - a recurring occurrence run (moved, or due already) is no longer
+//     subject to its registration's Overlap or CatchUpWindow;
 //   - a dead item is revived due now with attempts reset (RunNowRequeued),
 //     as RequeueDead does;
 //   - the pending occurrence of a recurring registration (the item of its

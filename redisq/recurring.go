@@ -25,7 +25,9 @@ import (
 //	                           enqueued (ms), id its item's id, pv the one
 //	                           enqueued before it, end "1" when the series
 //	                           ended, rq/rr the last Register request id
-//	                           and its reply
+//	                           and its reply; op, run, sk, ls, lw the
+//	                           occurrence policy and its skips (see
+//	                           recurring_policy.go)
 //	{dq:NAME}:recs     zset    the registrations' names (score 0: by name)
 //	{dq:NAME}:recx     stream  the change feed: an entry per registration
 //	                           created, changed or removed (MAXLEN 100), on
@@ -62,11 +64,14 @@ const maxVersion = 1<<53 - 1
 type RegisterOption func(*registerConfig)
 
 type registerConfig struct {
-	catchUp  int
-	version  int64
-	first    time.Time
-	hasFirst bool
-	job      Job
+	catchUp    int
+	hasCatchUp bool
+	version    int64
+	first      time.Time
+	hasFirst   bool
+	job        Job
+	overlap    OverlapPolicy // see recurring_policy.go
+	window     time.Duration
 }
 
 // RegisterJob gives every occurrence of the registration the Job j (its
@@ -90,7 +95,7 @@ func CatchUp(n int) RegisterOption {
 	if n < 0 {
 		panic(fmt.Sprintf("redisq: CatchUp with a negative bound %d", n))
 	}
-	return func(c *registerConfig) { c.catchUp = n }
+	return func(c *registerConfig) { c.catchUp, c.hasCatchUp = n, true }
 }
 
 // FirstAt makes t the first occurrence of a new registration instead of
@@ -121,14 +126,14 @@ const (
 	// RegistrationCreated: the registration is new; its first occurrence
 	// is enqueued.
 	RegistrationCreated RegisterOutcome = iota + 1
-	// RegistrationUpdated: the schedule, payload, job or catch-up bound
-	// differed and this Register replaced them (its version is at least
+	// RegistrationUpdated: the schedule, payload, job, catch-up bound or
+	// occurrence policy (Overlap, CatchUpWindow) differed and this Register replaced them (its version is at least
 	// the stored one). The occurrence enqueued last, if it is still
 	// scheduled and not yet due, was cancelled; the first occurrence after
 	// now of the new schedule is enqueued, with the new payload.
 	RegistrationUpdated
-	// RegistrationUnchanged: the same schedule, payload, job and catch-up bound
-	// were stored; nothing changed (a higher version is recorded) and the
+	// RegistrationUnchanged: the same schedule, payload, job, catch-up bound
+	// and occurrence policy were stored; nothing changed (a higher version is recorded) and the
 	// series goes on.
 	RegistrationUnchanged
 	// RegistrationStale: a higher version is stored; nothing changed.
@@ -245,6 +250,9 @@ func (q *Queue) Register(ctx context.Context, name string, s Schedule, payload [
 	if c.catchUp > MaxCatchUp {
 		return 0, fmt.Errorf("redisq: CatchUp(%d) over MaxCatchUp (%d)", c.catchUp, MaxCatchUp)
 	}
+	if c.window > 0 && !c.hasCatchUp {
+		c.catchUp = MaxCatchUp // the window bounds the catch-up
+	}
 	text, err := ScheduleText(s)
 	if err != nil {
 		return 0, err
@@ -280,9 +288,11 @@ func (q *Queue) registerAfter(ctx context.Context, name string, sched Schedule, 
 			first = dueMS(c.first)
 		}
 		fid, uid := occurrenceID(name, first), occurrenceID(name, upd)
+		job := c.job.stored()
+		job.Occurrence = occPolicy{overlap: c.overlap, window: c.window}.text()
 		r, err := q.db.Register(ctx, rdb.RegisterArgs{Name: name, Spec: text, Payload: payload, CatchUp: c.catchUp,
 			Version: c.version, First: first, FirstID: fid, Update: upd, UpdateID: uid,
-			FirstDue: occurrenceDue(sched, name, first), UpdateDue: occurrenceDue(sched, name, upd), Job: c.job.stored()})
+			FirstDue: occurrenceDue(sched, name, first), UpdateDue: occurrenceDue(sched, name, upd), Job: job})
 		if err != nil {
 			return 0, err
 		}
@@ -478,6 +488,14 @@ type Registration struct {
 	Payload     []byte // set by Registration only
 	// Job is what every occurrence gets (RegisterJob).
 	Job Job
+	// Overlap and CatchUpWindow are its occurrence policies (zero: none);
+	// Skipped counts the occurrences they skipped, LastSkipped is the id
+	// of the last one and LastSkipReason why.
+	Overlap        OverlapPolicy
+	CatchUpWindow  time.Duration
+	Skipped        int64
+	LastSkipped    string
+	LastSkipReason SkipReason
 }
 
 // OrphanAfter is how long a registration goes unseen (Registration.Seen)
@@ -538,7 +556,10 @@ func registration(row rdb.Reg, now int64) Registration {
 		Ended:       row.Ended,
 		PayloadSize: row.Size,
 		Job:         jobFrom(row.Job),
+		Skipped:     row.Skipped, LastSkipped: row.LastSkipped, LastSkipReason: SkipReason(row.LastSkipWhy),
 	}
+	pol := parseOccPolicy(row.Job.Occurrence)
+	g.Overlap, g.CatchUpWindow = pol.overlap, pol.window
 	if row.Seen > 0 {
 		g.Seen = msTime(row.Seen)
 	}

@@ -98,6 +98,7 @@ type keptReg struct {
 	name    string
 	sched   Schedule // nil: not computable here
 	catchUp int
+	window  int64 // CatchUpWindow in ms (0: none)
 	gen, at int64
 	ended   bool
 }
@@ -267,7 +268,8 @@ func (k *keeper) readAll(ctx context.Context) (string, error) {
 			k.q.opt.logger.Warn("redisq: recurring registration not kept by this process: its schedule cannot be computed here",
 				"queue", k.q.name, "registration", row.Name, "spec", row.Spec, "err", sp.err)
 		}
-		regs[row.Name] = &keptReg{name: row.Name, sched: sp.s, catchUp: row.CatchUp, gen: row.Gen, at: row.At, ended: row.Ended || row.Paused > 0}
+		regs[row.Name] = &keptReg{name: row.Name, sched: sp.s, catchUp: row.CatchUp, gen: row.Gen, at: row.At, ended: row.Ended || row.Paused > 0,
+			window: parseOccPolicy(row.Job.Occurrence).window.Milliseconds()}
 	}
 	k.regs, k.specs = regs, specs
 	return feedID, nil
@@ -356,26 +358,38 @@ func (k *keeper) advance(ctx context.Context, r *keptReg) (done, changed bool, e
 // come, at Redis time now: the next one if it has not come yet; else up to
 // r.catchUp missed ones, oldest first, then the first after now, skipping
 // the rest (skip is the first of them, which the script checks has come).
+// Missed ones more than r.window before now are skipped too.
 // end: the schedule has no occurrence after the last one planned.
 func (k *keeper) plan(r *keptReg, now int64) (occ []int64, skip int64, hasSkip, end bool, err error) {
 	c, ok, err := nextOccurrence(r.sched, r.at)
 	if err != nil || !ok {
 		return nil, 0, false, !ok, err
 	}
+	if r.window > 0 && c < now-r.window {
+		// Older than the catch-up window: go on from the first one in it
+		// (found in one step, however many were missed).
+		skip, hasSkip = c, true
+		if c, ok, err = nextOccurrence(r.sched, now-r.window-1); err != nil || !ok {
+			return nil, skip, true, !ok, err
+		}
+	}
 	for c <= now && len(occ) < r.catchUp {
 		occ = append(occ, c)
 		if c, ok, err = nextOccurrence(r.sched, c); err != nil || !ok {
-			return occ, 0, false, !ok, err
+			return occ, skip, hasSkip, !ok, err
 		}
 	}
 	if c > now {
-		return append(occ, c), 0, false, false, nil
+		return append(occ, c), skip, hasSkip, false, nil
+	}
+	if !hasSkip {
+		skip, hasSkip = c, true
 	}
 	n, ok, err := nextOccurrence(r.sched, now)
 	if err != nil || !ok {
-		return occ, c, true, !ok, err
+		return occ, skip, true, !ok, err
 	}
-	return append(occ, n), c, true, false, nil
+	return append(occ, n), skip, true, false, nil
 }
 
 // markSeen records the registrations this Queue value registered as seen,

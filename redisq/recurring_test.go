@@ -612,6 +612,25 @@ func TestKeeperPlan(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{11_000, 12_000, 13_000, 14_000, 15_000, 16_000}, occ, "all caught up")
 	require.False(t, skip)
+	// A catch-up window of 2.5 s: the missed ones before 13 s are skipped.
+	r.window = 2_500
+	occ, from, skip, _, err = k.plan(r, 15_500)
+	require.NoError(t, err)
+	require.Equal(t, []int64{13_000, 14_000, 15_000, 16_000}, occ, "those within the window")
+	require.True(t, skip)
+	require.EqualValues(t, 11_000, from)
+	r.catchUp = 1
+	occ, from, skip, _, err = k.plan(r, 15_500)
+	require.NoError(t, err)
+	require.Equal(t, []int64{13_000, 16_000}, occ, "within the window, and the bound")
+	require.True(t, skip)
+	require.EqualValues(t, 11_000, from)
+	occ, from, skip, _, err = k.plan(r, 12_000)
+	require.NoError(t, err)
+	require.Equal(t, []int64{11_000, 13_000}, occ, "none missed past the window; the bound")
+	require.True(t, skip)
+	require.EqualValues(t, 12_000, from)
+	r.window, r.catchUp = 0, 10
 	// A series that ends.
 	r.sched = ScheduleFunc(func(t time.Time) time.Time {
 		if t.UnixMilli() >= 12_000 {

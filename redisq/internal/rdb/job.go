@@ -32,6 +32,11 @@ type Job struct {
 	// LimitKey (field lk) is the key whose rate limit the item's starts
 	// count against (see lua/include/claim.lua); "" is the queue's own.
 	LimitKey string
+	// Occurrence (field op, a registration's only) is the occurrence
+	// policy every occurrence of a recurring registration gets: "O,W", O
+	// "1" when an occurrence is skipped while an earlier one runs, W the
+	// catch-up window in ms or "" (see lua/include/occurrence.lua).
+	Occurrence string
 }
 
 // JobFields are the hash fields of a Job, in the order the scripts read
@@ -41,7 +46,8 @@ var JobFields = [...]string{"k", "j", "ma", "bb", "bx", "ret", "lk"}
 // IsZero reports whether j sets nothing.
 func (j *Job) IsZero() bool {
 	return j.Kind == "" && len(j.Headers) == 0 && j.MaxAttempts == 0 && j.BackoffBase == 0 &&
-		j.BackoffMax == 0 && j.Timeout == 0 && j.NotAfter == 0 && j.Retention == 0 && j.UniqueKey == "" && j.LimitKey == ""
+		j.BackoffMax == 0 && j.Timeout == 0 && j.NotAfter == 0 && j.Retention == 0 && j.UniqueKey == "" && j.LimitKey == "" &&
+		j.Occurrence == ""
 }
 
 // unique appends the uniqueness window to an enqueue's ARGV, after the
@@ -84,13 +90,16 @@ func (j *Job) args(a []interface{}) []interface{} {
 	if j.LimitKey != "" {
 		add("lk", j.LimitKey)
 	}
+	if j.Occurrence != "" {
+		add("op", j.Occurrence)
+	}
 	a[at] = n
 	return a
 }
 
 // ArgLen is the size of j in ARGV, for ChunkEnds.
 func (j *Job) ArgLen() int {
-	n := len(j.Kind) + 2*len(j.UniqueKey) + len(j.LimitKey) + 64
+	n := len(j.Kind) + 2*len(j.UniqueKey) + len(j.LimitKey) + len(j.Occurrence) + 64
 	for k, v := range j.Headers {
 		n += len(k) + len(v) + 4
 	}

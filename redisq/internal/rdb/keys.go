@@ -43,7 +43,9 @@ import "strconv"
 //	                           created/updated, at watermark (latest
 //	                           occurrence enqueued, ms), id its item, pv the
 //	                           one before, end, rn the last extra run, sn
-//	                           the last sighting, rq/rr
+//	                           the last sighting, rq/rr; op the occurrence
+//	                           policy, run, sk, ls, lw (see
+//	                           lua/include/occurrence.lua)
 //	{dq:NAME}:recs     zset    registration names (score 0)
 //	{dq:NAME}:recx     stream  change feed of the registrations (MAXLEN 100)
 //	{dq:NAME}:workers  zset    worker id -> heartbeat expiry (ms)

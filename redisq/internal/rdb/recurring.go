@@ -91,11 +91,15 @@ type Reg struct {
 	ItemDue          int64
 	Size             int64
 	Payload          string
-	Job              Job // every occurrence's
+	Job              Job // every occurrence's, with its Occurrence policy
+	// Skipped counts the occurrences its policy skipped; LastSkipped is
+	// the last one's id, LastSkipWhy why ("overlap", "late").
+	Skipped                  int64
+	LastSkipped, LastSkipWhy string
 }
 
 // regFields is the number of reply elements per registration of reg_out.
-const regFields = 18 + len(JobFields)
+const regFields = 18 + len(JobFields) + 4
 
 func regsOf(res []interface{}) []Reg {
 	var regs []Reg
@@ -106,8 +110,11 @@ func regsOf(res []interface{}) []Reg {
 			Name: s(0), Spec: s(1), CatchUp: int(n(2)), Version: n(3), Created: n(4), Updated: n(5),
 			Gen: n(6), At: n(7), Prev: n(8), HasPrev: s(8) != "", Ended: s(9) == "1", ID: s(10),
 			Extra: n(11), Seen: n(12), Paused: n(13), ItemState: s(14), ItemDue: ToMS(res[i+15]),
-			Size: n(16), Payload: s(17), Job: jobOf(res[i+18 : i+regFields]),
+			Size: n(16), Payload: s(17), Job: jobOf(res[i+18 : i+18+len(JobFields)]),
 		})
+		r := &regs[len(regs)-1]
+		o := 18 + len(JobFields)
+		r.Job.Occurrence, r.Skipped, r.LastSkipped, r.LastSkipWhy = s(o), n(o+1), s(o+2), s(o+3)
 	}
 	return regs
 }
@@ -271,4 +278,43 @@ func (r *Runner) ResumeRec(ctx context.Context, a ResumeArgs) (RegisterReply, er
 		return RegisterReply{Code: 5, RetryAfter: toInt(res[1])}, nil
 	}
 	return RegisterReply{}, errUnexpected("resume", res)
+}
+
+var scriptBackfill = newScript("backfill", kSched, kSeq, kWake, kStats).acked()
+
+// BackfillReply: Code 1 done (Enqueued new items, Existing left), 0 the
+// registration is not at the generation given, or an occurrence is not
+// before its watermark At (Gen 0: it is gone); nothing is done then.
+type BackfillReply struct {
+	Code              int
+	Now, Gen, At      int64
+	Enqueued, Existed int
+}
+
+// Backfill enqueues the items of past occurrences of a registration, due
+// now (lua/backfill.lua): at most ScriptBatch, increasing, each before the
+// watermark.
+func (r *Runner) Backfill(ctx context.Context, name string, gen int64, occ []Occurrence) (BackfillReply, error) {
+	keys := make([]string, 0, 1+len(occ))
+	keys = append(keys, r.Keys.Rec(name))
+	args := make([]interface{}, 0, 2+2*len(occ))
+	args = append(args, name, gen)
+	for _, o := range occ {
+		keys = append(keys, r.Keys.Item(o.ID))
+		args = append(args, o.At, o.ID)
+	}
+	res, err := r.run(ctx, scriptBackfill, keys, args...)
+	if err != nil {
+		return BackfillReply{}, err
+	}
+	if len(res) < 4 {
+		return BackfillReply{}, errUnexpected("backfill", res)
+	}
+	rep := BackfillReply{Code: int(toInt(res[0])), Now: toInt(res[1])}
+	if rep.Code == 1 {
+		rep.Enqueued, rep.Existed = int(toInt(res[2])), int(toInt(res[3]))
+	} else {
+		rep.Gen, rep.At = toInt(res[2]), toInt(res[3])
+	}
+	return rep, nil
 }

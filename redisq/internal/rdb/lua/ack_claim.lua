@@ -9,6 +9,7 @@
 --@include lateness
 --@include rate
 --@include conc
+--@include occurrence
 --@include ack_one
 
 local now, frac = now_ms()

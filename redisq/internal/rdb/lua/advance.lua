@@ -38,7 +38,7 @@ local mems, pv, last, lastid = {}, tonumber(f[2]), nil, nil
 for i = 1, k do
   local occ, due, id = tonumber(ARGV[4 + 3 * i]), tonumber(ARGV[5 + 3 * i]), ARGV[6 + 3 * i]
   if ex[i] == 0 then
-    if not p then p, jf = redis.call('HGET', R, 'p') or '', rec_job(R) end
+    if not p then p, jf = redis.call('HGET', R, 'p') or '', rec_job(R, true) end
     mems[occ_add(id, due, p, now, jf)] = true
   end
   if last then pv = last end

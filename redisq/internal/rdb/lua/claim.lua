@@ -28,6 +28,7 @@
 --@include lateness
 --@include rate
 --@include conc
+--@include occurrence
 
 local now, frac = now_ms()
 --@include claim

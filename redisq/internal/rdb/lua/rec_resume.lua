@@ -29,7 +29,7 @@ if ARGV[3] ~= '' then
   end
   if redis.call('EXISTS', ARGV[1] .. ARGV[4]) == 0 then
     local m = {}
-    m[occ_add(ARGV[4], tonumber(ARGV[5]), redis.call('HGET', R, 'p') or '', now, rec_job(R))] = true
+    m[occ_add(ARGV[4], tonumber(ARGV[5]), redis.call('HGET', R, 'p') or '', now, rec_job(R, true))] = true
     arm(m)
   end
   for _, v in ipairs({'at', fmt(first), 'id', ARGV[4]}) do hs[#hs + 1] = v end

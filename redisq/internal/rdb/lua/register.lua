@@ -28,7 +28,7 @@ local paused = f[11]
 local jf = job_fields(13, {})
 -- same_job: the stored job is the one given.
 local function same_job()
-  local old = rec_job(R)
+  local old = rec_job(R, true)
   if #old ~= #jf then return false end
   local want = {}
   for i = 1, #jf, 2 do want[jf[i]] = jf[i + 1] end
@@ -78,7 +78,7 @@ if not exists then
 end
 redis.call('HSET', R, 's', ARGV[3], 'p', ARGV[4], 'cu', ARGV[5], 'v', ARGV[6], 'g', fmt(g), 'ut', fmt(now),
   'at', fmt(first), 'id', fid, 'sn', fmt(now), 'rq', ARGV[#ARGV], 'rr', enc({code, first}))
-redis.call('HDEL', R, 'end', unpack(JOB_FIELDS))
+redis.call('HDEL', R, 'end', unpack(REC_FIELDS))
 if #jf > 0 then redis.call('HSET', R, unpack(jf)) end
 if code == 1 then redis.call('HSET', R, 'ct', fmt(now)) end
 if pv then redis.call('HSET', R, 'pv', fmt(pv)) end

@@ -6,6 +6,8 @@
 -- run enqueued for the registration's pending occurrence, which is left in
 -- place, {7, slot} due but waiting for its rate slot (left in place), {8}
 -- due but waiting for a place under its concurrency limit (left in place).
+-- An item run, or left in place because it is due, no longer has the
+-- occurrence policy of its registration (include/occurrence.lua).
 --
 -- KEYS: sched, dead, wake, stats, seq; the item's hash, and for an id that
 --   names an occurrence (ARGV[3] not empty) the registration's hash and the
@@ -25,10 +27,19 @@ if f[1] == 'd' or f[1] == 'c' then
 end
 -- An item waiting for its rate slot is due: it keeps its place, and the
 -- limit holds (see include/rate.lua).
-if f[5] then return {7, tonumber(f[5])} end
-if f[6] then return {8} end
+if f[5] then
+  redis.call('HDEL', h, 'op')
+  return {7, tonumber(f[5])}
+end
+if f[6] then
+  redis.call('HDEL', h, 'op')
+  return {8}
+end
 local due = tonumber(f[3])
-if due <= now then return {4, due} end
+if due <= now then
+  redis.call('HDEL', h, 'op')
+  return {4, due}
+end
 if ARGV[3] ~= '' then
   local R = rec_key(ARGV[3])
   if redis.call('HGET', R, 'id') == ARGV[2] then

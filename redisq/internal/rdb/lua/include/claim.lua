@@ -63,14 +63,22 @@ if k > 0 then
   -- here, after the reclaim's writes, like the hashes: each step reads
   -- before its own writes, and the reclaim (or the ack before it) leaves
   -- a whole state if a later step fails.
-  local fs, skip, nowus, ok = {}, nil, now * 1000 + frac, 0
+  -- A recurring occurrence's first start may be skipped by its
+  -- registration's policy (include/occurrence.lua): it is dropped.
+  local fs, skip, drop, nowus, ok = {}, nil, nil, now * 1000 + frac, 0
   for i = 1, k do
     local mem = sch[2 * i - 1]
-    local f = redis.call('HMGET', mp .. string.sub(mem, 18), 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk', 'wt', 'cq')
+    local id = string.sub(mem, 18)
+    local f = redis.call('HMGET', mp .. id, 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk', 'wt', 'cq', 'op')
     fs[i] = f
-    local c = qf[3] and conc_read(f[9] or '', now)
-    local l = qf[2] and rate_read(f[9] or '', nowus)
-    if c and not conc_one(c, f[11] ~= false) then
+    local why, occ, ov = nil, nil, false
+    if f[12] and (tonumber(f[2]) or 0) == 0 then why, occ, ov = occ_check(f[12], id, tonumber(sch[2 * i]), now) end
+    local c = not why and qf[3] and conc_read(f[9] or '', now)
+    local l = not why and qf[2] and rate_read(f[9] or '', nowus)
+    if why then
+      drop = drop or {}
+      drop[i] = {r = occ, why = why, w = (f[10] or f[11]) and waiting_of(mp .. id)}
+    elseif c and not conc_one(c, f[11] ~= false) then
       park = park or {}
       park[i] = true
     elseif l then
@@ -81,11 +89,12 @@ if k > 0 then
         if c then conc_undo(c, f[11] ~= false) end
       end
     end
-    if park and park[i] or wait and wait[i] then
+    if why or park and park[i] or wait and wait[i] then
       skip = skip or {}
       skip[i] = true
     else
       ok = ok + 1
+      if ov then occ_started(occ, id) end
     end
     if ok == n then k = i; break end
   end
@@ -131,7 +140,15 @@ if k > 0 then
   if park then
     for i in pairs(park) do redis.call('ZADD', K_SCHED, MAXDUE, sch[2 * i - 1]) end
   end
-
+  if drop then
+    for i, d in pairs(drop) do
+      local mem = sch[2 * i - 1]
+      waiting_end(d.w or nil, nil, mem)
+      redis.call('DEL', mp .. string.sub(mem, 18))
+      occ_skipped(d.r, string.sub(mem, 18), d.why)
+    end
+  end
+  occ_write()
   if qf[2] then rate_write(now, frac) end
   if qf[3] then conc_write(sch, fs, k, skip, park, dl, now) end
 end

@@ -256,6 +256,9 @@ end
 -- to_sched; a dead or completed item is revived: attempts reset, reason or
 -- result dropped. w is a scheduled item's waiting_of.
 local function unsched(h, st, mem, w)
+  -- An operator's move of a recurring occurrence (include/occurrence.lua)
+  -- runs it: its registration's occurrence policy no longer applies.
+  redis.call('HDEL', h, 'op')
   if st == 's' then
     redis.call('ZREM', K_SCHED, mem)
     waiting_end(w, h, mem, true)

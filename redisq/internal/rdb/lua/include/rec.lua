@@ -19,13 +19,18 @@ local function occ_add(id, due, p, now, jf)
   redis.call('ZADD', K_SCHED, fmt(due), mem)
   return mem
 end
--- rec_job(R) is the job of registration R (its fields JOB_FIELDS, which
--- every occurrence gets) as HSET arguments.
-local function rec_job(R)
-  local v = redis.call('HMGET', R, unpack(JOB_FIELDS))
+-- REC_FIELDS are a registration's job: the fields JOB_FIELDS, which every
+-- occurrence gets, and op, the occurrence policy (include/occurrence.lua),
+-- which the occurrences that the keepers enqueue get.
+local REC_FIELDS = {'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk', 'op'}
+-- rec_job(R, policy) is the job of registration R as HSET arguments, with
+-- its occurrence policy when policy is set (not for an extra run or a
+-- backfill, which an operator asked for).
+local function rec_job(R, policy)
+  local v = redis.call('HMGET', R, unpack(REC_FIELDS))
   local t = {}
-  for i, f in ipairs(JOB_FIELDS) do
-    if v[i] then t[#t + 1] = f; t[#t + 1] = v[i] end
+  for i, f in ipairs(REC_FIELDS) do
+    if v[i] and (policy or f ~= 'op') then t[#t + 1] = f; t[#t + 1] = v[i] end
   end
   return t
 end

@@ -1,7 +1,8 @@
 -- reg_out(out, name, withp): it appends the registration
 -- name's fields (name, s, cu, v, ct, ut, g, at, pv, end, id, rn, sn, ps, the
 -- state and due time of the item of id, payload size, payload or an empty
--- string, the job fields) to out, or nothing when its hash is missing. Its hash and that
+-- string, the job fields, the occurrence policy op, and the skips: sk, ls,
+-- lw, see include/occurrence.lua) to out, or nothing when its hash is missing. Its hash and that
 -- item's are found while running; the scripts using it do not write.
 
 local function reg_out(out, name, withp)
@@ -18,4 +19,6 @@ local function reg_out(out, name, withp)
   if withp then out[#out + 1] = redis.call('HGET', R, 'p') or '' else out[#out + 1] = '' end
   local j = redis.call('HMGET', R, unpack(JOB_FIELDS))
   for i = 1, #JOB_FIELDS do out[#out + 1] = j[i] or '' end
+  local o = redis.call('HMGET', R, 'op', 'sk', 'ls', 'lw')
+  for i = 1, 4 do out[#out + 1] = o[i] or '' end
 end

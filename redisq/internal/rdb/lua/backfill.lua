@@ -1,0 +1,34 @@
+-- backfill: ARGV[2] name, ARGV[3] the generation the occurrences were
+-- computed at, then pairs: an occurrence (ms) and its item id, increasing.
+-- Enqueues the item of each occurrence, due now (in their order), with the
+-- registration's payload and job but not its occurrence policy, unless the
+-- item exists. Returns {1, now, enqueued, existing}; {0, now, g, at} when
+-- the registration is not at that generation (g 0: it is gone), or one of
+-- the occurrences is not before its watermark at, and nothing is done.
+--
+-- KEYS: sched, seq, wake, stats; the registration's hash and the item of
+--   each occurrence
+--@include common
+--@include rec
+
+local R = rec_key(ARGV[2])
+local f = redis.call('HMGET', R, 'g', 'at')
+local now = now_ms()
+if not f[1] then return {0, now, 0, 0} end
+local k = (#ARGV - 3) / 2
+if tonumber(f[1]) ~= tonumber(ARGV[3]) or (k > 0 and tonumber(ARGV[2 + 2 * k]) >= tonumber(f[2])) then
+  return {0, now, tonumber(f[1]), tonumber(f[2])}
+end
+local ex = {}
+for i = 1, k do ex[i] = redis.call('EXISTS', ARGV[1] .. ARGV[3 + 2 * i]) end
+local p, jf = nil, nil
+local mems, added = {}, 0
+for i = 1, k do
+  if ex[i] == 0 then
+    if not p then p, jf = redis.call('HGET', R, 'p') or '', rec_job(R) end
+    mems[occ_add(ARGV[3 + 2 * i], now, p, now, jf)] = true
+    added = added + 1
+  end
+end
+arm(mems)
+return {1, now, added, k - added}
