@@ -71,15 +71,15 @@ func (r *Runner) Upsert(ctx context.Context, id string, payload []byte, w When, 
 type RunNowCode int
 
 const (
-	RunNowNotFound   RunNowCode = iota
-	RunNowMoved                 // made due now
-	RunNowInFlight              // a consumer holds it
-	RunNowRequeued              // a dead item revived
-	RunNowAlreadyDue            // left in its place
-	RunNowTaken                 // the extra run's id exists: name it after another ms
-	RunNowExtra                 // an extra run of the pending occurrence enqueued
-	RunNowWaiting               // due, waiting for its rate slot: left in its place
-	RunNowWaitingPlace          // due, waiting for a place under its concurrency limit: left in its place
+	RunNowNotFound     RunNowCode = iota
+	RunNowMoved                   // made due now
+	RunNowInFlight                // a consumer holds it
+	RunNowRequeued                // a dead item revived
+	RunNowAlreadyDue              // left in its place
+	RunNowTaken                   // the extra run's id exists: name it after another ms
+	RunNowExtra                   // an extra run of the pending occurrence enqueued
+	RunNowWaiting                 // due, waiting for its rate slot: left in its place
+	RunNowWaitingPlace            // due, waiting for a place under its concurrency limit: left in its place
 )
 
 // RunNowArgs: an item to run now, and, when its id names the occurrence of
