@@ -75,6 +75,9 @@ func commands() []command {
 			min: 3, max: 3, flags: registerFlags, run: cmdRegister, write: true},
 		{name: "unregister", args: "QUEUE NAME", help: "remove the recurring registration NAME: no occurrence is enqueued any more, and its last one, if still scheduled, is cancelled",
 			min: 2, max: 2, flags: withYes, run: cmdUnregister, write: true},
+		{name: "backfill", args: "QUEUE NAME FROM TO", help: "run again the past occurrences of the recurring registration NAME from FROM to TO (RFC 3339, TO excluded) " +
+			"that its series has passed: each is enqueued due now, in order, under its own id; one whose item exists is left (redisq Backfill)",
+			min: 4, max: 4, run: cmdBackfill, write: true},
 		{name: "pause-recurring", args: "QUEUE NAME", help: "pause the recurring registration NAME: no occurrence is enqueued until resume-recurring, " +
 			"and its scheduled occurrence, if not yet due, is cancelled (the registration and its definition stay)",
 			min: 2, max: 2, run: func(e *env) error { return cmdPauseRecurring(e, true) }, write: true},

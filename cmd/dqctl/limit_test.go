@@ -93,6 +93,8 @@ func TestConcurrencyLimits(t *testing.T) {
 	r.want(t, exitOK, "KEY", "CONCURRENCY", "LEASED", `"acct"`, "1/1", "  2")
 	r = dqctl(t, "", append(a, "show", "orders", "c1")...)
 	r.want(t, exitOK, "waits", "for a place under its limit key's concurrency limit")
+	r = dqctl(t, "", append(a, "run-now", "orders", "c1")...)
+	r.want(t, exitOK, `"c1" is due and waits for a place under its concurrency limit: left in its place`)
 	r = dqctl(t, "", append(a, "concurrency-limit", "orders", "acct", "none")...)
 	r.want(t, exitOK, "no concurrency limit; its waiting items are due now")
 	ms, err := f.q.TakeBatch(ctx, 10)

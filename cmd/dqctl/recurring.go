@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -36,10 +37,29 @@ type optString struct {
 func (o *optString) String() string     { return o.val }
 func (o *optString) Set(s string) error { o.val, o.set = s, true; return nil }
 
+// optInt is an int flag that records whether it was given (-catch-up 0
+// differs from none with -catch-up-window).
+type optInt struct {
+	val int
+	set bool
+}
+
+func (o *optInt) String() string { return strconv.Itoa(o.val) }
+func (o *optInt) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	o.val, o.set = v, true
+	return nil
+}
+
 // registerOpts are register's flags.
 type registerOpts struct {
 	payload, payloadFile optString
-	catchUp              int
+	catchUp              optInt
+	window               time.Duration
+	overlap              string
 	version              int64
 	firstAt              string
 	create               bool
@@ -49,7 +69,10 @@ func registerFlags(fs *flag.FlagSet, e *env) {
 	r := &e.reg
 	fs.Var(&r.payload, "payload", "the occurrences' payload, as `text` (default: empty)")
 	fs.Var(&r.payloadFile, "payload-file", "read the payload from `file` (- for stdin)")
-	fs.IntVar(&r.catchUp, "catch-up", 0, fmt.Sprintf("enqueue up to `n` missed occurrences one by one when no process kept it for a while (0..%d; 0: they coalesce into one)", redisq.MaxCatchUp))
+	fs.Var(&r.catchUp, "catch-up", fmt.Sprintf("enqueue up to `n` missed occurrences one by one when no process kept it for a while (0..%d; default 0: they coalesce into one, or %d with -catch-up-window)",
+		redisq.MaxCatchUp, redisq.MaxCatchUp))
+	fs.DurationVar(&r.window, "catch-up-window", 0, "skip an occurrence that would start more than `d` after it became due (10m); the catch-up after a gap enqueues only the missed ones of the last d (redisq CatchUpWindow)")
+	fs.StringVar(&r.overlap, "overlap", "allow", "what becomes of an occurrence due while an earlier one runs: allow (it runs beside it) or skip (deleted unstarted; redisq Overlap); a `policy`")
 	fs.Int64Var(&r.version, "version", 0, "the registration's `version`: a lower one than the stored one changes nothing (redisq RegistrationVersion)")
 	fs.BoolVar(&r.create, "create", false, "register in a queue that has no data yet (nothing was ever enqueued in it); "+
 		"without it such a queue name is refused, as a likely typo")
@@ -91,6 +114,36 @@ type registrationJSON struct {
 	Seen        time.Time `json:"seen,omitzero"`
 	Orphaned    bool      `json:"orphaned"`
 	PayloadSize int64     `json:"payload_size"`
+	// The occurrence policies (redisq Overlap, CatchUpWindow) and what
+	// they skipped.
+	Overlap        string `json:"overlap"`
+	CatchUpWindow  string `json:"catch_up_window,omitempty"`
+	Skipped        int64  `json:"skipped"`
+	LastSkipped    string `json:"last_skipped,omitempty"`
+	LastSkipReason string `json:"last_skip_reason,omitempty"`
+}
+
+// policyCell is the POLICY column: "-", "skip overlap", "window 10m0s".
+func policyCell(r redisq.Registration) string {
+	var p []string
+	if r.Overlap == redisq.OverlapSkip {
+		p = append(p, "skip overlap")
+	}
+	if r.CatchUpWindow > 0 {
+		p = append(p, "window "+r.CatchUpWindow.String())
+	}
+	if len(p) == 0 {
+		return "-"
+	}
+	return strings.Join(p, ", ")
+}
+
+// skippedCell is the SKIPPED column: how many, and why the last was.
+func skippedCell(r redisq.Registration) string {
+	if r.Skipped == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (last %s)", r.Skipped, r.LastSkipReason)
 }
 
 // behind: the registration's next occurrence has come and no process has
@@ -156,7 +209,11 @@ func cmdRecurring(e *env) error {
 		for _, r := range regs {
 			j := registrationJSON{Name: r.Name, Spec: r.Spec, CatchUp: r.CatchUp, Version: r.Version, Created: r.Created,
 				Updated: r.Updated, Enqueued: r.Enqueued, EnqueuedID: r.EnqueuedID, Last: r.Last, Next: r.Next,
-				Ended: r.Ended, Paused: r.Paused, Behind: behind(r, now), Seen: r.Seen, Orphaned: r.Orphaned(now), PayloadSize: r.PayloadSize}
+				Ended: r.Ended, Paused: r.Paused, Behind: behind(r, now), Seen: r.Seen, Orphaned: r.Orphaned(now), PayloadSize: r.PayloadSize,
+				Overlap: r.Overlap.String(), Skipped: r.Skipped, LastSkipped: r.LastSkipped, LastSkipReason: string(r.LastSkipReason)}
+			if r.CatchUpWindow > 0 {
+				j.CatchUpWindow = r.CatchUpWindow.String()
+			}
 			if r.SpecErr != nil {
 				j.SpecError = r.SpecErr.Error()
 			}
@@ -168,7 +225,7 @@ func cmdRecurring(e *env) error {
 		e.printf("no recurring registrations in queue %s (dqctl register adds one)\n", quote(q.Name()))
 		return nil
 	}
-	rows := [][]string{{"NAME", "SCHEDULE", "NEXT", "LAST", "SEEN", "CATCHUP", "VERSION", "PAYLOAD", "UPDATED"}}
+	rows := [][]string{{"NAME", "SCHEDULE", "NEXT", "LAST", "SEEN", "CATCHUP", "POLICY", "SKIPPED", "VERSION", "PAYLOAD", "UPDATED"}}
 	late, orphans := 0, 0
 	for _, r := range regs {
 		last := "-"
@@ -182,7 +239,7 @@ func cmdRecurring(e *env) error {
 			orphans++
 		}
 		rows = append(rows, []string{cell(r.Name), cell(r.Spec), nextCell(r, now), last, seenCell(r, now), strconv.Itoa(r.CatchUp),
-			strconv.FormatInt(r.Version, 10), strconv.FormatInt(r.PayloadSize, 10), rel(r.Updated, now)})
+			policyCell(r), skippedCell(r), strconv.FormatInt(r.Version, 10), strconv.FormatInt(r.PayloadSize, 10), rel(r.Updated, now)})
 	}
 	if err := writeTable(e.stdout, rows); err != nil {
 		return err
@@ -228,13 +285,27 @@ func cmdRegister(e *env) error {
 		return usageErr("%v", err)
 	}
 	r := &e.reg
-	if r.catchUp < 0 || r.catchUp > redisq.MaxCatchUp {
+	if r.catchUp.val < 0 || r.catchUp.val > redisq.MaxCatchUp {
 		return usageErr("-catch-up must be in 0..%d", redisq.MaxCatchUp)
+	}
+	if r.window < 0 {
+		return usageErr("-catch-up-window must not be negative")
+	}
+	overlap := redisq.OverlapAllow
+	switch r.overlap {
+	case "allow":
+	case "skip":
+		overlap = redisq.OverlapSkip
+	default:
+		return usageErr("-overlap %s: want allow or skip", quote(r.overlap))
 	}
 	if r.version < 0 || r.version > maxRegVersion {
 		return usageErr("-version must be in 0..%d", int64(maxRegVersion))
 	}
-	opts := []redisq.RegisterOption{redisq.CatchUp(r.catchUp), redisq.RegistrationVersion(r.version)}
+	opts := []redisq.RegisterOption{redisq.RegistrationVersion(r.version), redisq.Overlap(overlap), redisq.CatchUpWindow(r.window)}
+	if r.catchUp.set {
+		opts = append(opts, redisq.CatchUp(r.catchUp.val))
+	}
 	if r.firstAt != "" {
 		t, err := time.Parse(time.RFC3339, r.firstAt)
 		if err != nil {
@@ -279,7 +350,7 @@ func cmdRegister(e *env) error {
 		return notFound("%s has %s stored, over -version %d; nothing changed (give -version %d or more to replace it)",
 			what, v, r.version, least)
 	case redisq.RegistrationUnchanged:
-		e.printf("%s already has this schedule, payload and catch-up; nothing changed\n", what)
+		e.printf("%s already has this schedule, payload, catch-up and policy; nothing changed\n", what)
 		return nil
 	}
 	verb := "created"
@@ -387,5 +458,45 @@ func cmdPauseRecurring(e *env, pause bool) error {
 	default:
 		e.printf("%s of queue %s is not paused; nothing changed\n", quote(name), quote(q.Name()))
 	}
+	return nil
+}
+
+// cmdBackfill enqueues the past occurrences of a registration in a range
+// (redisq Backfill).
+func cmdBackfill(e *env) error {
+	var t [2]time.Time
+	for i, a := range e.args[2:4] {
+		v, err := time.Parse(time.RFC3339, a)
+		if err != nil {
+			return usageErr("%s is not an RFC 3339 time (2026-12-01T09:00:00Z): %v", quote(a), err)
+		}
+		t[i] = v
+	}
+	if !t[0].Before(t[1]) {
+		return usageErr("FROM %s is not before TO %s", quote(e.args[2]), quote(e.args[3]))
+	}
+	q, name, missing, err := regTarget(e)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	res, err := q.Backfill(e.ctx, name, t[0], t[1])
+	if errors.Is(err, redisq.ErrNotFound) {
+		return missing()
+	}
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("registration %s of queue %s", quote(name), quote(q.Name()))
+	if res.Enqueued+res.Existing == 0 {
+		e.printf("%s has no occurrence from %s to %s that its series has passed; nothing enqueued\n", what, stamp(t[0]), stamp(t[1]))
+		return nil
+	}
+	e.printf("backfilled %s: %s enqueued, due now, of the occurrences %s to %s", what, plural(int64(res.Enqueued), "occurrence"),
+		stamp(res.First), stamp(res.Last))
+	if res.Existing > 0 {
+		e.printf("; %d left as they are (their items exist)", res.Existing)
+	}
+	e.printf("\n")
 	return nil
 }

@@ -65,7 +65,7 @@ func TestRecurring(t *testing.T) {
 	f.registrations(t)
 
 	r := dqctl(t, "", append(a, "recurring", "orders")...)
-	r.want(t, exitOK, "NAME", "SCHEDULE", "NEXT", "LAST", "SEEN", "CATCHUP", "VERSION", "PAYLOAD", "UPDATED",
+	r.want(t, exitOK, "NAME", "SCHEDULE", "NEXT", "LAST", "SEEN", "CATCHUP", "POLICY", "SKIPPED", "VERSION", "PAYLOAD", "UPDATED",
 		"5 registrations in queue \"orders\"; 1 behind: no process keeps them")
 	lines := map[string]string{}
 	for _, l := range strings.Split(r.stdout, "\n") {
@@ -76,8 +76,8 @@ func TestRecurring(t *testing.T) {
 	// when it is not today's); SEEN is when live code last registered it.
 	abs := `(\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\dZ`
 	for name, want := range map[string]*regexp.Regexp{
-		"hourly":                           regexp.MustCompile(`^hourly +"every 1h0m0s" +behind: no process keeps it \(due [23]h\d+m\d+s ago, ` + abs + `\) +[34]h\d+m\d+s ago \(` + abs + `\) +\S+ ago +0 +0 +0 +\S+ ago$`),
-		"daily":                            regexp.MustCompile(`^daily +"every 24h0m0s, phase 9h0m0s" +in \S+ \(` + abs + `\) +- +\S+ ago +2 +7 +5 +\S+ ago$`),
+		"hourly":                           regexp.MustCompile(`^hourly +"every 1h0m0s" +behind: no process keeps it \(due [23]h\d+m\d+s ago, ` + abs + `\) +[34]h\d+m\d+s ago \(` + abs + `\) +\S+ ago +0 +- +0 +0 +0 +\S+ ago$`),
+		"daily":                            regexp.MustCompile(`^daily +"every 24h0m0s, phase 9h0m0s" +in \S+ \(` + abs + `\) +- +\S+ ago +2 +- +0 +7 +5 +\S+ ago$`),
 		`"ev\x1b]0;x\a\u009b\u202eil\xff"`: regexp.MustCompile(`^"ev\\x1b\]0;x\\a\\u009b\\u202eil\\xff" +"every 1h0m0s" +in \S+ \(` + abs + `\) +- `),
 		"mars":                             regexp.MustCompile(`^mars +"CRON_TZ=Mars/Olympus 0 9 \* \* \*" +cannot compute here: redisq: cron spec "CRON_TZ=Mars/Olympus 0 9 \* \* \*": unknown time zone Mars/Olympus +[34]h`),
 		"over":                             regexp.MustCompile(`^over +"every 1h0m0s" +ended +[34]h`),
@@ -160,7 +160,7 @@ func TestRegister(t *testing.T) {
 		t.Fatalf("its first occurrence %q: %v", g.EnqueuedID, err)
 	}
 	dqctl(t, "", append(a, "register", "-payload", `{"task":"sweep"}`, "-catch-up", "3", "-version", "2", "orders", "sweep", "every 5m")...).
-		want(t, exitOK, `registration "sweep" of queue "orders" already has this schedule, payload and catch-up; nothing changed`)
+		want(t, exitOK, `registration "sweep" of queue "orders" already has this schedule, payload, catch-up and policy; nothing changed`)
 	r = dqctl(t, "", append(a, "register", "orders", "sweep", "every 5m", "-version", "1")...)
 	r.want(t, exitNotFound, `registration "sweep" of queue "orders" has version 2 stored, over -version 1; nothing changed (give -version 2 or more to replace it)`)
 	if g := get("sweep"); g.Spec != "every 5m0s" || g.CatchUp != 3 {
@@ -272,7 +272,7 @@ func TestUnregister(t *testing.T) {
 // arguments, and says that dqctl does not keep a registration going.
 func TestRecurringHelp(t *testing.T) {
 	dqctl(t, "", "help").want(t, exitOK, "  recurring [-json] QUEUE\n",
-		"  register [-catch-up n] [-create] [-first-at time] [-payload text]\n        [-payload-file file] [-version version] QUEUE NAME SCHEDULE\n",
+		"  register [-catch-up n] [-catch-up-window d] [-create] [-first-at time]\n        [-overlap policy] [-payload text] [-payload-file file]\n        [-version version] QUEUE NAME SCHEDULE\n",
 		"  unregister [-yes] QUEUE NAME\n", "dqctl does not keep it going")
 	dqctl(t, "", "help", "register").want(t, exitOK, "Usage: dqctl register", "dqctl does not keep it going: a Worker (or Queue.KeepRecurring)",
 		"-first-at time", "-payload-file file")
@@ -414,4 +414,65 @@ func TestPauseResumeRecurring(t *testing.T) {
 	}
 	dqctl(t, "", append(a, "resume-recurring", "orders", "daily")...).want(t, exitOK, `"daily" of queue "orders" is not paused; nothing changed`)
 	dqctl(t, "", append(a, "pause-recurring", "orders", "nope")...).want(t, exitNotFound, `no registration "nope" in queue "orders"; nothing changed`)
+}
+
+// TestRegisterPolicies: register takes -overlap and -catch-up-window,
+// recurring shows them with the occurrences they skipped, and a bad
+// value is a usage error.
+func TestRegisterPolicies(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	a := []string{"-redis", f.addr}
+	dqctl(t, "", append(a, "register", "orders", "sync", "every 1h0m0s", "-overlap", "sometimes")...).
+		want(t, exitUsage, `-overlap "sometimes": want allow or skip`)
+	dqctl(t, "", append(a, "register", "orders", "sync", "every 1h0m0s", "-overlap", "skip", "-catch-up-window", "10m")...).
+		want(t, exitOK, `created registration "sync" of queue "orders": every 1h0m0s`)
+	g, err := f.q.Registration(ctx, "sync")
+	if err != nil || g.Overlap != redisq.OverlapSkip || g.CatchUpWindow != 10*time.Minute || g.CatchUp != redisq.MaxCatchUp {
+		t.Fatalf("stored: %+v %v", g, err)
+	}
+	dqctl(t, "", append(a, "register", "orders", "sync", "every 1h0m0s", "-overlap", "skip", "-catch-up-window", "10m")...).
+		want(t, exitOK, "already has this schedule, payload, catch-up and policy; nothing changed")
+	dqctl(t, "", append(a, "register", "orders", "sync", "every 1h0m0s", "-overlap", "skip", "-catch-up-window", "10m", "-catch-up", "0")...).
+		want(t, exitOK, `updated registration "sync"`)
+	if g, err = f.q.Registration(ctx, "sync"); err != nil || g.CatchUp != 0 {
+		t.Fatalf("-catch-up 0 with a window: %+v %v", g, err)
+	}
+	// A skip, as the claim records it.
+	if err := f.c.HSet(ctx, "{dq:orders}:rec:sync", "sk", 2, "ls", "rec:sync@x", "lw", "late").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := dqctl(t, "", append(a, "recurring", "orders")...)
+	r.want(t, exitOK, "skip overlap, window 10m0s", "2 (last late)")
+	r = dqctl(t, "", append(a, "recurring", "orders", "-json")...)
+	r.want(t, exitOK, `"overlap": "skip"`, `"catch_up_window": "10m0s"`, `"skipped": 2`, `"last_skip_reason": "late"`)
+}
+
+// TestBackfill: backfill enqueues the past occurrences of a range, due
+// now, and says how many; called again it leaves them; bad times are
+// usage errors and an unknown registration exits 3.
+func TestBackfill(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	a := []string{"-redis", f.addr}
+	if _, err := f.q.Register(ctx, "hourly", redisq.Every(time.Hour), []byte("h")); err != nil {
+		t.Fatal(err)
+	}
+	g, err := f.q.Registration(ctx, "hourly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := g.Enqueued.Add(-210*time.Minute).Format(time.RFC3339), g.Enqueued.Add(time.Hour).Format(time.RFC3339)
+	dqctl(t, "", append(a, "backfill", "orders", "hourly", from, to)...).
+		want(t, exitOK, `backfilled registration "hourly" of queue "orders": 3 occurrences enqueued, due now`)
+	for i := 1; i <= 3; i++ {
+		id := redisq.OccurrenceID("hourly", g.Enqueued.Add(-time.Duration(i)*time.Hour))
+		if it, err := f.q.Get(ctx, id); err != nil || it.State != redisq.StateScheduled || string(it.Payload) != "h" {
+			t.Fatalf("%s: %+v %v", id, it, err)
+		}
+	}
+	dqctl(t, "", append(a, "backfill", "orders", "hourly", from, to)...).want(t, exitOK, "0 occurrences enqueued", "3 left as they are")
+	dqctl(t, "", append(a, "backfill", "orders", "hourly", to, from)...).want(t, exitUsage, "is not before TO")
+	dqctl(t, "", append(a, "backfill", "orders", "hourly", "yesterday", to)...).want(t, exitUsage, `"yesterday" is not an RFC 3339 time`)
+	dqctl(t, "", append(a, "backfill", "orders", "nope", from, to)...).want(t, exitNotFound, `no registration "nope" in queue "orders"`)
 }

@@ -40,6 +40,8 @@ func runNowSays(res redisq.RunNowResult, id, in string, now time.Time) string {
 		return fmt.Sprintf("%s%s already due (%s, %s): left in its place, ahead of the items due after it", quote(id), in, rel(res.Due, now), absTime(res.Due, now))
 	case redisq.RunNowWaiting:
 		return fmt.Sprintf("%s%s is due and waits for its rate slot (%s, %s): left in its place; the limit holds", quote(id), in, rel(res.Due, now), absTime(res.Due, now))
+	case redisq.RunNowWaitingForPlace:
+		return fmt.Sprintf("%s%s is due and waits for a place under its concurrency limit: left in its place; the limit holds", quote(id), in)
 	case redisq.RunNowRequeued:
 		return fmt.Sprintf("requeued %s%s (it was dead or completed): due now, attempts reset", quote(id), in)
 	case redisq.RunNowExtra:
