@@ -25,6 +25,8 @@ var (
 		"When live code last registered the registration (Registration.Seen: Register, then every minute the keeper of the registering process); 0 when none of this redisq version has.", "name")
 	recPaused = queueDesc("redisq_recurring_paused_timestamp_seconds",
 		"When the registration was paused (redisq Queue.PauseRecurring; Unix time by the Redis clock): no occurrence is enqueued until it is resumed. Absent when it is not paused.", "name")
+	recSkipped = queueDesc("redisq_recurring_skipped_occurrences_total",
+		"Occurrences of the registration that its occurrence policy skipped (redisq Overlap, CatchUpWindow): deleted unstarted because an earlier one ran, or too late.", "name")
 	recScrapeErr = queueDesc("redisq_recurring_scrape_error",
 		"1 for each problem in reading the queue's registrations at this scrape; the error label says what.", "error")
 	recDiscoveryErr = prometheus.NewDesc("redisq_recurring_discovery_error",
@@ -45,6 +47,7 @@ var (
 //	redisq_recurring_enqueued_occurrence_timestamp_seconds{queue,name} gauge  the latest occurrence enqueued (the watermark)
 //	redisq_recurring_seen_timestamp_seconds{queue,name}             gauge  when live code last registered it (0: never)
 //	redisq_recurring_paused_timestamp_seconds{queue,name}           gauge  when it was paused (absent: not paused; no next run then)
+//	redisq_recurring_skipped_occurrences_total{queue,name}          counter occurrences its Overlap or CatchUpWindow skipped
 //	redisq_recurring_scrape_error{queue,error}                      gauge  1 for each problem in reading the queue's registrations,
 //	                                                                        and for each registration whose schedule it cannot compute
 //	redisq_recurring_discovery_error{error}                         gauge  1 for each queue left out (two with one label)
@@ -110,7 +113,7 @@ func NewRecurringServerCollector(client redis.UniversalClient, opts ...RedisOpti
 
 // Describe implements prometheus.Collector.
 func (c *RecurringCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{recRegistrations, recLast, recNext, recEnqueued, recSeen, recPaused, recScrapeErr, recDiscoveryErr, recListErr} {
+	for _, d := range []*prometheus.Desc{recRegistrations, recLast, recNext, recEnqueued, recSeen, recPaused, recSkipped, recScrapeErr, recDiscoveryErr, recListErr} {
 		ch <- d
 	}
 }
@@ -234,6 +237,7 @@ func RecurringMetrics(out []prometheus.Metric, queue string, regs []redisq.Regis
 			seen = float64(r.Seen.UnixMilli()) / 1e3
 		}
 		out = append(out, constMetric(recSeen, prometheus.GaugeValue, seen, queue, l))
+		out = append(out, constMetric(recSkipped, prometheus.CounterValue, float64(r.Skipped), queue, l))
 		if !r.Paused.IsZero() {
 			out = append(out, constMetric(recPaused, prometheus.GaugeValue, float64(r.Paused.UnixMilli())/1e3, queue, l))
 		}

@@ -56,6 +56,11 @@ redisq_recurring_next_occurrence_timestamp_seconds{name="hourly",queue="mail"} %
 # HELP redisq_recurring_registrations Recurring registrations of the queue (redisq Queue.Register).
 # TYPE redisq_recurring_registrations gauge
 redisq_recurring_registrations{queue="mail"} 3
+# HELP redisq_recurring_skipped_occurrences_total Occurrences of the registration that its occurrence policy skipped (redisq Overlap, CatchUpWindow): deleted unstarted because an earlier one ran, or too late.
+# TYPE redisq_recurring_skipped_occurrences_total counter
+redisq_recurring_skipped_occurrences_total{name="bad\\xffname\\x0a",queue="mail"} 0
+redisq_recurring_skipped_occurrences_total{name="daily",queue="mail"} 0
+redisq_recurring_skipped_occurrences_total{name="hourly",queue="mail"} 0
 `, secs(past), secs(hour.Next(now)), secs(redisq.EveryPhase(24*time.Hour, 9*time.Hour).Next(now)), secs(past.Add(time.Hour)))
 	// The watermark and the sighting of each, as Registrations reads them.
 	regs, err := q.Registrations(ctx)
@@ -187,5 +192,32 @@ redisq_recurring_paused_timestamp_seconds{name="daily",queue="mail"} %s
 	}
 	if n := testutil.CollectAndCount(col, "redisq_recurring_paused_timestamp_seconds", "redisq_recurring_next_occurrence_timestamp_seconds"); n != 1 {
 		t.Errorf("after resume: %d series, want the next run alone", n)
+	}
+}
+
+// The occurrences a registration's policy skipped are counted.
+func TestRecurringSkipped(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "mail")
+	// Its first occurrence is a day late: the claim skips it.
+	first := time.Now().Add(-24 * time.Hour)
+	if _, err := q.Register(ctx, "hourly", redisq.Every(time.Hour), nil, redisq.FirstAt(first), redisq.CatchUpWindow(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if ms, err := q.TakeBatch(tctx, 10); err == nil {
+		t.Fatalf("claimed %d, want the late occurrence skipped", len(ms))
+	}
+	want := `
+# HELP redisq_recurring_skipped_occurrences_total Occurrences of the registration that its occurrence policy skipped (redisq Overlap, CatchUpWindow): deleted unstarted because an earlier one ran, or too late.
+# TYPE redisq_recurring_skipped_occurrences_total counter
+redisq_recurring_skipped_occurrences_total{name="hourly",queue="mail"} 1
+`
+	if err := testutil.CollectAndCompare(dqprom.NewRecurringCollector(q), strings.NewReader(want), "redisq_recurring_skipped_occurrences_total"); err != nil {
+		t.Error(err)
 	}
 }

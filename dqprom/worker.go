@@ -130,17 +130,26 @@ func (w *WorkerMetrics) Middleware() redisq.Middleware {
 			q, k := w.labels(m.QueueName(), m.Kind)
 			g := w.inFlight.WithLabelValues(q, k)
 			g.Inc()
-			defer g.Dec()
+			out := false
+			defer func() {
+				if !out {
+					g.Dec()
+				}
+			}()
 			start := time.Now()
 			err := next(ctx, m)
 			el := time.Since(start)
-			out := redisq.Outcome(err)
-			w.duration.WithLabelValues(q, k, out).Observe(el.Seconds())
+			// Out of flight before it is counted handled, so that a scrape
+			// that sees the run counted sees it out of flight too.
+			out = true
+			g.Dec()
+			outcome := redisq.Outcome(err)
+			w.duration.WithLabelValues(q, k, outcome).Observe(el.Seconds())
 			w.handled.WithLabelValues(q, k).Inc()
 			if err != nil {
 				w.failed.WithLabelValues(q, k).Inc()
 			}
-			if out == "panic" {
+			if outcome == "panic" {
 				w.panics.WithLabelValues(q, k).Inc()
 			}
 			return err
