@@ -50,16 +50,25 @@ func TestRecurringHelperProcess(t *testing.T) {
 		fmt.Println("ERR", err)
 		os.Exit(2)
 	}
-	out, err := q.Register(ctx, "tick", Every(time.Second), []byte("tick"))
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
+	for name, s := range chaosRegs {
+		out, err := q.Register(ctx, name, s, []byte(name))
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(2)
+		}
+		fmt.Println("REGISTERED", name, out)
 	}
-	fmt.Println("REGISTERED", out)
 	var once sync.Once
 	keeperHook = func(*Queue) { once.Do(func() { fmt.Println("READY") }) }
 	fmt.Println("ERR", q.KeepRecurring(ctx))
 	os.Exit(2)
+}
+
+// chaosRegs are the registrations of the chaos test: every second, and
+// every second with a jitter (each occurrence due up to 800 ms after it).
+var chaosRegs = map[string]Schedule{
+	"tick":   Every(time.Second),
+	"jitter": Jitter(Every(time.Second), 800*time.Millisecond),
 }
 
 // life is one run of a helper process: from its start to its death, and
@@ -130,7 +139,8 @@ func (h *chaosHelper) kill() {
 	h.mu.Unlock()
 }
 
-// Five processes register the same job (every second) and keep it, killed
+// Five processes register the same jobs (every second, and every second
+// with a jitter) and keep them, killed
 // with SIGKILL and started again at random, now and then all of them at
 // once for a few seconds. From the ledger of what a consumer took: every
 // occurrence was enqueued exactly once, none is missing while a process
@@ -225,16 +235,24 @@ func TestRecurringExactlyOnceAcrossKilledProcesses(t *testing.T) {
 	stopped := time.Now()
 
 	// Let the consumer take what is due: the occurrence enqueued last is
-	// due within a second of the last keeper's death.
+	// due within a second of the last keeper's death (and its jitter).
 	regs, err := q.Registrations(ctx)
 	require.NoError(t, err)
-	require.Len(t, regs, 1)
-	last := regs[0].Enqueued
-	require.False(t, last.After(stopped.Add(1100*time.Millisecond)), "the watermark %v is one period ahead at most", last)
-	eventually(t, 30*time.Second, "the consumer takes the last occurrence", func() bool {
+	require.Len(t, regs, len(chaosRegs))
+	last := map[string]time.Time{}
+	for _, r := range regs {
+		last[r.Name] = r.Enqueued
+		require.False(t, r.Enqueued.After(stopped.Add(1100*time.Millisecond)), "the watermark %v of %s is one period ahead at most", r.Enqueued, r.Name)
+	}
+	eventually(t, 30*time.Second, "the consumer takes the last occurrences", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(ledger) > 0 && !ledger[len(ledger)-1].at.Before(last)
+		got := map[string]bool{}
+		for _, x := range ledger {
+			name, _, _ := Occurrence(x.id)
+			got[name] = got[name] || !x.at.Before(last[name])
+		}
+		return len(got) == len(chaosRegs) && got["tick"] && got["jitter"]
 	})
 	stopConsumer()
 	<-consumed
@@ -244,7 +262,10 @@ func TestRecurringExactlyOnceAcrossKilledProcesses(t *testing.T) {
 	// time, on the second, never early, and everything enqueued was taken.
 	mu.Lock()
 	defer mu.Unlock()
-	seen := map[int64]bool{}
+	seen := map[string]map[int64]bool{}
+	for name := range chaosRegs {
+		seen[name] = map[int64]bool{}
+	}
 	var maxLate, maxWait time.Duration
 	lateEnqueues := 0
 	for _, x := range ledger {
@@ -255,10 +276,14 @@ func TestRecurringExactlyOnceAcrossKilledProcesses(t *testing.T) {
 			maxWait = max(maxWait, x.claimed.Sub(x.due))
 		}
 		ms := x.at.UnixMilli()
-		require.False(t, seen[ms], "occurrence %v enqueued twice", x.at)
-		seen[ms] = true
+		name, _, _ := Occurrence(x.id)
+		require.False(t, seen[name][ms], "occurrence %v of %s enqueued twice", x.at, name)
+		seen[name][ms] = true
 		require.Equal(t, int64(0), ms%1000, x.id)
-		require.True(t, x.due.Equal(x.at), x.id)
+		// Due at the occurrence, or its jitter's offset later.
+		due := msTime(occurrenceDue(chaosRegs[name], name, ms))
+		require.True(t, x.due.Equal(due), "%s due %v, want %v", x.id, x.due, due)
+		require.True(t, !due.Before(x.at) && due.Before(x.at.Add(800*time.Millisecond)), x.id)
 		require.False(t, x.claimed.Before(x.due), x.id)
 		require.Equal(t, 1, x.attempts, x.id)
 		maxLate = max(maxLate, x.claimed.Sub(x.due))
@@ -266,7 +291,7 @@ func TestRecurringExactlyOnceAcrossKilledProcesses(t *testing.T) {
 	st, err := q.Stats(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, len(ledger), st.Enqueued, "every occurrence enqueued was taken once")
-	require.Empty(t, scheduledOf(t, q, "tick"))
+	require.Empty(t, scheduledOf(t, q, ""))
 
 	// None missing while a process was up: an occurrence o is required
 	// when some process had made its first pass by o-1s (when the
@@ -277,20 +302,27 @@ func TestRecurringExactlyOnceAcrossKilledProcesses(t *testing.T) {
 			lives = append(lives, *l)
 		}
 	}
-	first := slices.MinFunc(ledger, func(a, b taken) int { return a.at.Compare(b.at) }).at
-	required, missing := 0, []time.Time{}
-	for o := first.Add(time.Second); !o.After(last); o = o.Add(time.Second) {
-		up := false
-		for _, l := range lives {
-			if !l.ready.IsZero() && !l.ready.After(o.Add(-time.Second)) && !l.end.Before(o) {
-				up = true
-				break
+	required, missing := 0, []string{}
+	for name := range chaosRegs {
+		var first time.Time
+		for _, x := range ledger {
+			if n, _, _ := Occurrence(x.id); n == name && (first.IsZero() || x.at.Before(first)) {
+				first = x.at
 			}
 		}
-		if up {
-			required++
-			if !seen[o.UnixMilli()] {
-				missing = append(missing, o)
+		for o := first.Add(time.Second); !o.After(last[name]); o = o.Add(time.Second) {
+			up := false
+			for _, l := range lives {
+				if !l.ready.IsZero() && !l.ready.After(o.Add(-time.Second)) && !l.end.Before(o) {
+					up = true
+					break
+				}
+			}
+			if up {
+				required++
+				if !seen[name][o.UnixMilli()] {
+					missing = append(missing, OccurrenceID(name, o))
+				}
 			}
 		}
 	}
@@ -315,7 +347,9 @@ func TestRecurringExactlyOnceAcrossKilledProcesses(t *testing.T) {
 		from, to := reach.Add(time.Second+100*time.Millisecond), next.Add(-100*time.Millisecond)
 		for o := from.Truncate(time.Second).Add(time.Second); o.Before(to); o = o.Add(time.Second) {
 			gaps++
-			require.False(t, seen[o.UnixMilli()], "occurrence %v enqueued while every process was down (%v to %v)", o, reach, next)
+			for name := range chaosRegs {
+				require.False(t, seen[name][o.UnixMilli()], "occurrence %v of %s enqueued while every process was down (%v to %v)", o, name, reach, next)
+			}
 		}
 	}
 	t.Logf("%v: %d kills, %d starts, %d blackouts; %d occurrences taken once each, %d of them required, %d coalesced while all were down; "+
