@@ -19,16 +19,18 @@ import (
 )
 
 // Mutations are POSTs to Prefix+"action" carrying the form fields op, q
-// (the queue), the item ids (id, repeated for a selection), state or reg
-// (a recurring registration's name) as the op needs, csrf, and
+// (the queue), the item ids (id, repeated for a selection), state, reg
+// (a recurring registration's name) or key and a limit (see
+// limitactions.go) as the op needs, csrf, and
 // confirmed=yes once the user has confirmed. A POST without confirmed gets
 // a confirmation page (the page's script asks with a dialog instead and
 // sets the field), so nothing changes unconfirmed even without JavaScript.
-// The pages' forms send the queue, ids and registration hex-encoded, as
-// qx, idx and regx (which win over q, id and reg): HTML cannot carry every
-// byte string through a form unchanged (NUL, invalid UTF-8, and CR and LF,
-// which form submission rewrites). The form body is at most 64 KiB and
-// must arrive within Options.FormTimeout.
+// The pages' forms send the queue, ids, registration and limit key
+// hex-encoded, as qx, idx, regx and keyx (which win over q, id, reg and
+// key): HTML cannot carry every byte string through a form unchanged
+// (NUL, invalid UTF-8, and CR and LF, which form submission rewrites).
+// The form body is at most 64 KiB and must arrive within
+// Options.FormTimeout.
 //
 // Actions on items take 1 to MaxSelect ids (a selection of one page at
 // most), one redisq call each; on a partitioned queue, an id sent without
@@ -85,6 +87,7 @@ func checkCSRF(r *http.Request) error {
 type op struct {
 	ids       bool   // acts on 1..MaxSelect item ids
 	reg       bool   // acts on a recurring registration
+	limit     bool   // sets a limit key's limit (see limitactions.go)
 	reason    bool   // acts on the dead items of one cause of death
 	needState bool   // acts on a whole state
 	label     string // the button
@@ -104,13 +107,27 @@ var ops = map[string]op{
 	"pause":           {label: "Pause", danger: true},
 	"resume":          {label: "Resume"},
 	"unregister":      {reg: true, label: "Unregister", danger: true},
+	// Pausing cancels the pending occurrence: as dangerous as pausing a queue.
+	"pause-recurring":   {reg: true, label: "Pause", danger: true},
+	"resume-recurring":  {reg: true, label: "Resume"},
+	"rate-limit":        {limit: true, label: "Set rate limit"},
+	"concurrency-limit": {limit: true, label: "Set concurrency limit"},
 }
 
 // action is a parsed request.
 type action struct {
 	Op, Queue string
 	IDs       []string
-	Reg       string // the registration unregister removes
+	Reg       string // the registration unregister, pause-recurring or resume-recurring acts on
+	// Key is the limit key whose limit a limit action sets ("": the items
+	// without one), to Rate or K; Remove: to none. WasRate and WasConc
+	// are the key's limit as last read, for the question.
+	Key     string
+	Rate    redisq.RateLimit
+	K       int
+	Remove  bool
+	WasRate redisq.LimitState
+	WasConc redisq.ConcurrencyState
 	// Reason is the cause of death of the dead items requeue-reason and
 	// delete-reason act on; Grouped and DeadTotal are how many dead items
 	// the grouping that counted them (Count) examined, of how many.
@@ -268,6 +285,12 @@ func (a action) questionWith(items func(noun string) string) string {
 		return fmt.Sprintf("Resume queue %s? Consumers take its due items again at once.", q)
 	case "unregister":
 		return fmt.Sprintf("Unregister %s of queue %s? No occurrence of it is enqueued any more; its last one, if still scheduled, is cancelled.", quoted(a.Reg), q)
+	case "pause-recurring":
+		return fmt.Sprintf("Pause recurring %s of queue %s? No occurrence of it is enqueued until it is resumed, and its pending occurrence, if not yet due, is cancelled (one already due is delivered); the registration stays.", quoted(a.Reg), q)
+	case "resume-recurring":
+		return fmt.Sprintf("Resume recurring %s of queue %s? Its first occurrence after now is enqueued; those that fell in the pause are skipped.", quoted(a.Reg), q)
+	case "rate-limit", "concurrency-limit":
+		return a.limitQuestion()
 	}
 	return ""
 }
@@ -398,6 +421,10 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "unknown action %s", quoted(a.Op))
 		return
 	}
+	if err := parseLimitForm(r, &a); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "%v", err)
+		return
+	}
 	if s := r.PostFormValue("state"); s != "" || o.needState {
 		st, err := redisq.ParseState(s)
 		if err != nil {
@@ -465,6 +492,10 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, http.StatusBadRequest, "queue %s is partitioned: its recurring registrations are on its partitions' pages", quoted(a.Queue))
 			return
 		}
+		if o.limit {
+			h.fail(w, r, http.StatusBadRequest, "queue %s is partitioned: redisq limits no partitioned queue (it refuses limit keys, which would be limited per partition)", quoted(a.Queue))
+			return
+		}
 		for _, k := range a.Parts {
 			if k >= a.NParts {
 				h.fail(w, r, http.StatusBadRequest, "queue %s has no partition %d (it has %d)", quoted(a.Queue), k, a.NParts)
@@ -484,6 +515,7 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 			h.redisFail(w, r, err, "reading queue "+quoted(a.Queue))
 			return
 		}
+		label, danger := a.button()
 		h.render(w, http.StatusOK, "confirm", struct {
 			layout
 			Action   action
@@ -491,7 +523,7 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 			Label    string
 			Danger   bool
 			Back     string
-		}{h.layout(w, r, "Confirm", false), a, a.question(), o.label, o.danger, h.backURL(a)})
+		}{h.layout(w, r, "Confirm", false), a, a.question(), label, danger, h.backURL(a)})
 		return
 	}
 	status, msg := h.do(r.Context(), t, a)
@@ -591,6 +623,9 @@ func (h *handler) resultPage(w http.ResponseWriter, r *http.Request) {
 // countFor reads how many items an action on a whole state (or on the
 // dead items of a cause) would change, for its question.
 func (h *handler) countFor(ctx context.Context, t *target, a *action) error {
+	if ops[a.Op].limit {
+		return readLimit(ctx, t.q, a) // the question says what it changes
+	}
 	switch a.Op {
 	case "requeue-all", "delete-all-dead", "purge":
 	case "requeue-reason", "delete-reason":
@@ -640,12 +675,17 @@ func (h *handler) backURL(a action) string {
 	return h.listURL(a)
 }
 
-// listURL is the tab an action was taken from: its state's, or the
-// Recurring tab.
+// listURL is the tab an action was taken from: its state's, the
+// Recurring tab, or the summary's limits.
 func (h *handler) listURL(a action) string {
 	switch {
 	case ops[a.Op].reg, a.Tab == recurringTab:
 		return h.recurringURL(a.Queue)
+	case ops[a.Op].limit:
+		if u := h.queueURL(a.Queue); u != "" {
+			return u + "#limits"
+		}
+		return ""
 	case ops[a.Op].reason:
 		return h.tabURL(a.Queue, redisq.StateDead)
 	}
@@ -662,6 +702,7 @@ type outcome struct {
 	// occurrences, each with its extra run.
 	due, requeued []string
 	waiting       []string // RunNowWaiting: due, waiting for a rate slot
+	waitingPlace  []string // RunNowWaitingForPlace: due, waiting for a place
 	extra         []runNowExtra
 }
 
@@ -694,7 +735,9 @@ func (h *handler) do(ctx context.Context, t *target, a action) (int, string) {
 	case ops[a.Op].ids:
 		return h.doItems(ctx, resolver(ctx, t, a), a)
 	case ops[a.Op].reg:
-		return h.doUnregister(ctx, t.q, a)
+		return h.doRegistration(ctx, t.q, a)
+	case ops[a.Op].limit:
+		return h.doLimit(ctx, t.q, a)
 	}
 	q := t.Admin
 	ql := partitionLabel(a.Queue, a.NParts)
@@ -794,6 +837,9 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 				case redisq.RunNowWaiting:
 					o.waiting = append(o.waiting, id)
 					continue
+				case redisq.RunNowWaitingForPlace:
+					o.waitingPlace = append(o.waitingPlace, id)
+					continue
 				case redisq.RunNowRequeued:
 					o.requeued = append(o.requeued, id)
 					continue
@@ -840,6 +886,8 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 			return http.StatusOK, fmt.Sprintf("Marked in-flight item %s: it is deleted when its consumer settles it, and never retried.", id)
 		case len(o.waiting) == 1:
 			return http.StatusOK, fmt.Sprintf("Item %s %s is due and waits for a slot under its limit key's rate limit: left in its place (nothing changed); it runs at its slot.", id, a.place("of"))
+		case len(o.waitingPlace) == 1:
+			return http.StatusOK, fmt.Sprintf("Item %s %s is due and waits for a place under its limit key's concurrency limit: left in its place (nothing changed); it runs when a place frees.", id, a.place("of"))
 		case len(o.due) == 1:
 			return http.StatusOK, fmt.Sprintf("Item %s %s was already due: left in its place, ahead of the items due after it (nothing changed); it runs as soon as a consumer takes it.", id, a.place("of"))
 		case len(o.requeued) == 1 && a.State == redisq.StateCompleted:
@@ -897,7 +945,7 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 		status, m := h.actionStatus(failure)
 		return status, msg + " Then: " + m
 	}
-	if len(o.done)+len(o.marked)+len(o.due)+len(o.waiting)+len(o.requeued)+len(o.extra) == 0 {
+	if len(o.done)+len(o.marked)+len(o.due)+len(o.waiting)+len(o.waitingPlace)+len(o.requeued)+len(o.extra) == 0 {
 		if len(o.wrong)+len(o.several) > 0 {
 			return http.StatusConflict, msg
 		}
@@ -910,7 +958,7 @@ func (h *handler) doItems(ctx context.Context, queueOf func(k int) (*redisq.Queu
 // selected in a list of state, by what RunNow did to each.
 func runNowMessage(o outcome, qn string, state redisq.State) string {
 	var parts []string
-	if n := int64(len(o.done)); n > 0 || len(o.due)+len(o.waiting)+len(o.requeued)+len(o.extra) == 0 {
+	if n := int64(len(o.done)); n > 0 || len(o.due)+len(o.waiting)+len(o.waitingPlace)+len(o.requeued)+len(o.extra) == 0 {
 		parts = append(parts, fmt.Sprintf("Made %s of queue %s due now.", count(n, "item"), qn))
 	}
 	if len(o.due) > 0 {
@@ -918,6 +966,9 @@ func runNowMessage(o outcome, qn string, state redisq.State) string {
 	}
 	if len(o.waiting) > 0 {
 		parts = append(parts, fmt.Sprintf("Left %s of queue %s in place, due and waiting for a rate limit slot: %s.", count(int64(len(o.waiting)), "item"), qn, names(o.waiting)))
+	}
+	if len(o.waitingPlace) > 0 {
+		parts = append(parts, fmt.Sprintf("Left %s of queue %s in place, due and waiting for a place under a concurrency limit: %s.", count(int64(len(o.waitingPlace)), "item"), qn, names(o.waitingPlace)))
 	}
 	if len(o.requeued) > 0 {
 		had := "died"

@@ -11,7 +11,8 @@
 // its columns (see overview.go), and one queue: a summary (the counters
 // with their rates, the history of the last minutes from the dashboard's
 // own readings, a chart of the items due over the next hour and the
-// overdue backlog, lateness) and a tab per state (scheduled in due order,
+// overdue backlog, lateness, and its rate and concurrency limits with
+// their use: see limits.go) and a tab per state (scheduled in due order,
 // in flight with their lease deadlines and the worker that holds each,
 // dead with their reason and payload, grouped by cause: see
 // deadreasons.go), each with its count, paging, each item's kind (a link
@@ -28,11 +29,15 @@
 // Options.ReadOnly is set, it requeues, deletes or runs now one item, the
 // items selected on a page (at most MaxSelect) or every item of a state or
 // of a cause of death, pauses or resumes the queue (redisq Queue.Pause),
-// and unregisters a recurring registration or runs it now: each action is
-// a POST with a CSRF token, confirmed first (naming the items, or their
-// number, or the registration, or the cause) and reported after, on a
-// page the POST redirects to (303 See Other), so that reloading the report
-// repeats nothing (see results). Run now is redisq's RunNow, which never
+// sets, changes or removes a limit key's rate or concurrency limit, and
+// pauses, resumes or unregisters a recurring registration or runs it now
+// (redisq Queue.PauseRecurring cancels its pending occurrence if not yet
+// due; ResumeRecurring enqueues its first occurrence after now): each
+// action is a POST with a CSRF token, confirmed first (naming the items,
+// or their number, or the registration, or the cause, or the key with its
+// limit now and the one to set) and reported after, on a page the POST
+// redirects to (303 See Other), so that reloading the report repeats
+// nothing (see results). Run now is redisq's RunNow, which never
 // delays an item: one not yet due becomes due now, one already due keeps
 // its place, a dead one is requeued, and the pending occurrence of a
 // recurring registration stays at its time while an extra run is enqueued
@@ -91,7 +96,9 @@
 // its live workers too (redisq Queue.Workers: one script, then one per 100
 // workers, each heartbeat at most 16 KiB of leases), for the Workers
 // tab's count, the warning and the holders on the in-flight tab (no read
-// per row). The dead tab groups the oldest 10,000 dead items by cause (one
+// per row). The summary reads a queue's limits only when its Stats count
+// some, and only up to 1000 keys of each kind (redisq Queue.RateLimits
+// and ConcurrencyLimits: two round trips per 100 keys). The dead tab groups the oldest 10,000 dead items by cause (one
 // script per 1000, no payload read). The overview reads, per queue shown,
 // its Stats, and its workers when it has due items; sorted by a figure, it
 // reads every listed queue (at most 500).
@@ -156,8 +163,9 @@ type Options struct {
 	Timeout time.Duration
 	// Refresh is how often the overview and a queue's summary reload
 	// themselves (the page's script pauses while the user selects text,
-	// types a search or the tab is hidden; lists of items, where items
-	// are selected, do not reload); default 5s, negative disables it.
+	// types a search or a limit, or the tab is hidden; lists of items,
+	// where items are selected, do not reload); default 5s, negative
+	// disables it.
 	Refresh time.Duration
 	// AllowedHosts names the hosts the dashboard answers to besides IP
 	// literals, localhost and names under .localhost: exact names such as

@@ -84,3 +84,11 @@ func SetMaxSorted(t testing.TB, n int) {
 	maxSorted = n
 	t.Cleanup(func() { maxSorted = old })
 }
+
+// SetMaxLimitRead sets how many limits of a kind the panel reads, until
+// the test ends.
+func SetMaxLimitRead(t testing.TB, n int) {
+	old := maxLimitRead
+	maxLimitRead = n
+	t.Cleanup(func() { maxLimitRead = old })
+}

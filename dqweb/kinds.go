@@ -182,11 +182,15 @@ func jobOf(it redisq.Item, now time.Time) jobView {
 	}
 	if j.LimitKey != "" {
 		v.Options = append(v.Options, jobOption{Key: "limit", Name: "limit key", Value: quoted(j.LimitKey),
-			Note: "its starts count against the key's rate limit (dqctl limits shows it)"})
+			Note: "its starts count against the key's rate and concurrency limits, if any (dqctl limits shows them)"})
 	}
 	if !it.RateSlot.IsZero() {
 		v.Options = append(v.Options, jobOption{Key: "rate-slot", Name: "waits for a slot", At: at(it.RateSlot, now),
 			Note: "its limit key's rate limit was reached when it came due: it is claimed at this slot"})
+	}
+	if it.WaitsForPlace {
+		v.Options = append(v.Options, jobOption{Key: "place", Name: "waits for a place", Value: "under its limit key's concurrency limit",
+			Note: "every place was taken when it came due: it is due when one frees"})
 	}
 	return v
 }

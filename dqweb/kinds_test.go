@@ -635,3 +635,38 @@ func TestItemPageRateSlot(t *testing.T) {
 		t.Errorf("after run now: %+v, %v", it, err)
 	}
 }
+
+// The item page says that an item waits for a place under its limit key's
+// concurrency limit.
+func TestItemPageWaitsForPlace(t *testing.T) {
+	f := webtest.NewFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	if err := f.Q.SetConcurrencyLimit(ctx, "acct", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"p1", "p2"} {
+		if _, err := f.Q.Add(ctx, redisq.EnqueueItem{ID: id, At: time.Unix(1, 0), Job: redisq.Job{LimitKey: "acct"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	ms, err := f.Q.TakeBatch(tctx, 100)
+	cancel()
+	if err != nil || len(ms) == 0 || ms[0].ID != "p1" {
+		t.Fatalf("claimed %v, %v", ms, err)
+	}
+	c := client(t)
+	r := get(t, c, f.ItemURL("orders", "p2"))
+	checkPage(t, "item page", r, 100<<10)
+	dl := section(t, r.body, `<dl class="fields">`, "</dl>")
+	if want := `<dt>waits for a place</dt><dd data-k="place">under its limit key&#39;s concurrency limit`; !strings.Contains(dl, want) {
+		t.Errorf("the fields lack %s\n%s", want, dl)
+	}
+	// Run now leaves it in its place: the limit holds.
+	if r := runNow(t, f, c, "p2"); r.status != http.StatusOK || !strings.Contains(r.body, "Item &#34;p2&#34; of queue &#34;orders&#34; is due and waits for a place under its limit key&#39;s concurrency limit: left in its place (nothing changed)") {
+		t.Errorf("run now of a waiting item: %d\n%s", r.status, r.body)
+	}
+	if it, err := f.Q.Get(ctx, "p2"); err != nil || !it.WaitsForPlace {
+		t.Errorf("after run now: %+v, %v", it, err)
+	}
+}

@@ -133,6 +133,9 @@ type queueData struct {
 	// A state's tab filtered by kind (exact; KindFilter).
 	Kind       string
 	KindFilter *kindFilter
+
+	// The summary's panel of rate and concurrency limits (see limits.go).
+	Limits limitsView
 }
 
 // queueName is the page's queue: qx (hex) when given, else q.
@@ -302,6 +305,9 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 		h.workersList(r, t, ws, &d)
 	case state == 0:
 		err = h.summary(ctx, t.Admin, &d)
+		if q != nil { // a partitioned queue has no limits
+			h.limitsPanel(ctx, q, &d)
+		}
 	case t.p != nil:
 		err = h.plist(ctx, r, t.p, &d)
 	default:

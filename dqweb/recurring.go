@@ -18,7 +18,11 @@ import (
 // keeps the registration), last occurrence, catch-up bound, version and
 // payload size, each name linking to the item of its occurrence enqueued
 // last while that item is in the queue, with an Unregister action (op
-// "unregister", the name in the form field reg, or regx hex-encoded).
+// "unregister", the name in the form field reg, or regx hex-encoded), and
+// Pause or Resume (ops "pause-recurring" and "resume-recurring": redisq
+// Queue.PauseRecurring, which cancels the pending occurrence if it is not
+// yet due, and ResumeRecurring, which enqueues the first occurrence after
+// now, skipping those of the pause).
 //
 // Every view of the queue page reads the registrations (Queue.Registrations:
 // one script per 100 registrations, without payloads), for the tab's
@@ -48,6 +52,18 @@ func (h *handler) recurringURL(name string) string {
 	return u
 }
 
+// policyText is a registration's occurrence policy in a few words.
+func policyText(g redisq.Registration) string {
+	var p []string
+	if g.Overlap == redisq.OverlapSkip {
+		p = append(p, "skip overlap")
+	}
+	if g.CatchUpWindow > 0 {
+		p = append(p, "window "+g.CatchUpWindow.String())
+	}
+	return strings.Join(p, ", ")
+}
+
 // regRow is a registration as the Recurring tab shows it.
 type regRow struct {
 	NameShown, Spec string
@@ -57,8 +73,14 @@ type regRow struct {
 	Paused          when // when PauseRecurring paused it (unset: not paused)
 	Behind, Ended   bool
 	CatchUp         int
-	Version         int64
-	PayloadSize     int64
+	// Policy is its occurrence policy ("skip overlap, window 10m0s", ""
+	// for none: redisq Overlap, CatchUpWindow); Skipped the occurrences
+	// it skipped, with the last one's reason.
+	Policy      string
+	Skipped     int64
+	SkipReason  string
+	Version     int64
+	PayloadSize int64
 	// ItemURL is the page of the item of the occurrence enqueued last, ""
 	// when it is no longer in the queue; ItemShown its id, ItemState its
 	// state.
@@ -68,6 +90,9 @@ type regRow struct {
 	Seen       when
 	Orphaned   bool
 	Unregister actionForm // no Op in read-only mode
+	// Pause pauses it, or resumes it when paused; no Op in read-only
+	// mode or once it has ended.
+	Pause actionForm
 	// RunNow runs an extra occurrence now, keeping the scheduled one: on
 	// the item of its next occurrence while that waits for its time.
 	RunNow actionForm
@@ -140,7 +165,8 @@ func (h *handler) recurringList(ctx context.Context, r *http.Request, q *redisq.
 	for _, g := range page {
 		row := regRow{NameShown: shown(g.Name), Spec: shown(g.Spec), Last: at(g.Last, d.Now), Next: at(g.Next, d.Now),
 			Behind: isBehind(g, d.Now), Ended: g.Ended, CatchUp: g.CatchUp, Version: g.Version, PayloadSize: g.PayloadSize,
-			Seen: at(g.Seen, d.Now), Orphaned: g.Orphaned(d.Now), Paused: at(g.Paused, d.Now)}
+			Seen: at(g.Seen, d.Now), Orphaned: g.Orphaned(d.Now), Paused: at(g.Paused, d.Now),
+			Policy: policyText(g), Skipped: g.Skipped, SkipReason: string(g.LastSkipReason)}
 		row.Long = len(row.NameShown) > longID
 		if g.SpecErr != nil && g.Next.IsZero() {
 			row.SpecErr = message(g.SpecErr.Error())
@@ -160,9 +186,14 @@ func (h *handler) recurringList(ctx context.Context, r *http.Request, q *redisq.
 			}
 		}
 		if !h.opt.ReadOnly {
-			a := action{Op: "unregister", Queue: d.Name, Reg: g.Name}
-			row.Unregister = actionForm{Prefix: h.opt.Prefix, CSRF: d.CSRF, Op: a.Op, QueueX: d.QueueX,
-				RegX: hex.EncodeToString([]byte(g.Name)), Label: ops[a.Op].label, Confirm: a.question(), Danger: true}
+			row.Unregister = h.regForm(d, "unregister", g.Name)
+			switch {
+			case g.Ended:
+			case g.Paused.IsZero():
+				row.Pause = h.regForm(d, "pause-recurring", g.Name)
+			default:
+				row.Pause = h.regForm(d, "resume-recurring", g.Name)
+			}
 		}
 		d.Regs = append(d.Regs, row)
 	}
@@ -172,8 +203,21 @@ func (h *handler) recurringList(ctx context.Context, r *http.Request, q *redisq.
 	return nil
 }
 
-// doUnregister runs an unregister action and reports it.
-func (h *handler) doUnregister(ctx context.Context, q *redisq.Queue, a action) (int, string) {
+// regForm is the button of op on registration name of d's queue.
+func (h *handler) regForm(d *queueData, op, name string) actionForm {
+	a := action{Op: op, Queue: d.Name, Reg: name}
+	return actionForm{Prefix: h.opt.Prefix, CSRF: d.CSRF, Op: op, QueueX: d.QueueX,
+		RegX: hex.EncodeToString([]byte(name)), Label: ops[op].label, Confirm: a.question(), Danger: ops[op].danger}
+}
+
+// doRegistration runs an action on a registration and reports it.
+func (h *handler) doRegistration(ctx context.Context, q *redisq.Queue, a action) (int, string) {
+	switch a.Op {
+	case "pause-recurring":
+		return h.doPauseRecurring(ctx, q, a)
+	case "resume-recurring":
+		return h.doResumeRecurring(ctx, q, a)
+	}
 	reg, qn := quoted(a.Reg), quoted(a.Queue)
 	cancelled, err := q.Unregister(ctx, a.Reg)
 	switch {
@@ -186,4 +230,50 @@ func (h *handler) doUnregister(ctx context.Context, q *redisq.Queue, a action) (
 		return http.StatusOK, fmt.Sprintf("Unregistered %s of queue %s; its scheduled occurrence was cancelled.", reg, qn)
 	}
 	return http.StatusOK, fmt.Sprintf("Unregistered %s of queue %s; no occurrence of it was scheduled (one taken runs to its end).", reg, qn)
+}
+
+// doPauseRecurring pauses a registration. It reads the registration
+// first, to tell a pause from one already paused (PauseRecurring reports
+// both as nothing cancelled).
+func (h *handler) doPauseRecurring(ctx context.Context, q *redisq.Queue, a action) (int, string) {
+	reg, qn := quoted(a.Reg), quoted(a.Queue)
+	g, err := q.Registration(ctx, a.Reg)
+	if err == nil && !g.Paused.IsZero() {
+		return http.StatusOK, fmt.Sprintf("Recurring %s of queue %s is already paused (since %s); nothing changed.", reg, qn, g.Paused.UTC().Format(absFormat))
+	}
+	var cancelled bool
+	if err == nil {
+		cancelled, err = q.PauseRecurring(ctx, a.Reg)
+	}
+	switch {
+	case errors.Is(err, redisq.ErrNotFound):
+		return http.StatusNotFound, fmt.Sprintf("No registration %s in queue %s; nothing changed.", reg, qn)
+	case err != nil:
+		status, msg := h.actionStatus(err)
+		return status, "Failed: " + msg
+	case cancelled:
+		return http.StatusOK, fmt.Sprintf("Paused recurring %s of queue %s: its pending occurrence was cancelled, and none is enqueued until it is resumed.", reg, qn)
+	}
+	return http.StatusOK, fmt.Sprintf("Paused recurring %s of queue %s: none of its occurrences is enqueued until it is resumed (no pending one was cancelled: none was scheduled, or it was due already and is delivered).", reg, qn)
+}
+
+// doResumeRecurring resumes a registration, and says when its next
+// occurrence is (one read more).
+func (h *handler) doResumeRecurring(ctx context.Context, q *redisq.Queue, a action) (int, string) {
+	reg, qn := quoted(a.Reg), quoted(a.Queue)
+	resumed, err := q.ResumeRecurring(ctx, a.Reg)
+	switch {
+	case errors.Is(err, redisq.ErrNotFound):
+		return http.StatusNotFound, fmt.Sprintf("No registration %s in queue %s; nothing changed.", reg, qn)
+	case err != nil:
+		status, msg := h.actionStatus(err)
+		return status, "Failed: " + msg
+	case !resumed:
+		return http.StatusOK, fmt.Sprintf("Recurring %s of queue %s was not paused; nothing changed.", reg, qn)
+	}
+	next := ""
+	if g, err := q.Registration(ctx, a.Reg); err == nil && !g.Next.IsZero() {
+		next = ", due " + g.Next.UTC().Format(absFormat)
+	}
+	return http.StatusOK, fmt.Sprintf("Resumed recurring %s of queue %s: its first occurrence after now is enqueued%s; those that fell in the pause are skipped.", reg, qn, next)
 }

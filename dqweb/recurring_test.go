@@ -67,7 +67,7 @@ func TestRecurringTab(t *testing.T) {
 	for name, want := range map[string][]string{
 		"hourly": {`class="behind"`, `<td class="next behind" title="no process keeps it: `, `<span class="badge behind" title="no process keeps it: `,
 			`ago</time> <span class="abs">` + regs["hourly"].Next.UTC().Format("2006-01-02 15:04:05.000 UTC") + `</span>`},
-		"daily": {`<td class="n opt">2</td><td class="n opt">7</td><td class="n opt">5 bytes</td>`, `<td class="spec">every 24h0m0s, phase 9h0m0s</td>`,
+		"daily": {`<td class="n opt">2</td><td class="opt policy">–</td><td class="n opt skipped">0</td><td class="n opt">7</td><td class="n opt">5 bytes</td>`, `<td class="spec">every 24h0m0s, phase 9h0m0s</td>`,
 			`<time datetime="` + d.Next.UTC().Format(time.RFC3339Nano) + `" title="` + d.Next.UTC().Format("2006-01-02 15:04:05.000 UTC") + `">in `, `<span class="abs">` + d.Next.UTC().Format("2006-01-02 15:04:05.000 UTC") + `</span>`,
 			`<a href="` + html.EscapeString(dailyItem) + `" title="its occurrence enqueued last: &#34;` + d.EnqueuedID + `&#34;, scheduled">daily</a>`,
 			`data-confirm="Unregister &#34;daily&#34; of queue &#34;orders&#34;? No occurrence of it is enqueued any more; its last one, if still scheduled, is cancelled."`},
@@ -374,6 +374,40 @@ func TestRecurringPausedShown(t *testing.T) {
 		`<span class="abs">` + g.Paused.UTC().Format("2006-01-02 15:04:05.000 UTC") + `</span>`} {
 		if !strings.Contains(row, want) {
 			t.Errorf("the paused row lacks %s:\n%s", want, row)
+		}
+	}
+}
+
+// The Recurring tab shows a registration's occurrence policy and the
+// occurrences it skipped, with the last one's reason.
+func TestRecurringPolicyShown(t *testing.T) {
+	f := webtest.NewFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	// Its first occurrence is a day late: the claim skips it.
+	if _, err := f.Q.Register(ctx, "sync", redisq.Every(time.Hour), nil, redisq.FirstAt(time.Now().Add(-24*time.Hour)),
+		redisq.Overlap(redisq.OverlapSkip), redisq.CatchUpWindow(10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Q.Register(ctx, "plain", redisq.Every(time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, err := f.Q.TakeBatch(tctx, 100) // the fixture's due items, and the skip
+		cancel()
+		if err != nil {
+			break
+		}
+	}
+	r := get(t, client(t), f.TabURL("orders", "recurring"))
+	checkPage(t, "recurring tab", r, 200<<10)
+	rows := regRows(t, r.body)
+	for name, want := range map[string]string{
+		"sync":  `<td class="opt policy">skip overlap, window 10m0s</td><td class="n opt skipped">1 <span class="muted">(last: late)</span></td>`,
+		"plain": `<td class="opt policy">–</td><td class="n opt skipped">0</td>`,
+	} {
+		if !strings.Contains(rows[name], want) {
+			t.Errorf("the row of %s lacks %s:\n%s", name, want, rows[name])
 		}
 	}
 }

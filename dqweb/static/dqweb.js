@@ -82,10 +82,19 @@
     show();
   });
   show();
+  // A limit being typed (or its form opened) would be lost by a reload.
+  var editingLimit = function () {
+    var a = document.activeElement;
+    if (a && a.form && a.form.matches("form.limit")) return true;
+    if (document.querySelector("details.setlimit[open]")) return true;
+    return Array.prototype.some.call(document.querySelectorAll("form.limit input[type=text]"), function (el) {
+      return el.value !== el.defaultValue;
+    });
+  };
   window.setInterval(function () {
     var text = window.getSelection && String(window.getSelection());
     var typing = document.activeElement && document.activeElement.matches("input[type=search]") && document.activeElement.value;
-    if (paused() || document.hidden || text || typing) return;
+    if (paused() || document.hidden || text || typing || editingLimit()) return;
     window.location.reload();
   }, secs * 1000);
 })();
