@@ -69,6 +69,11 @@ type rateRow struct {
 type concRow struct {
 	keyRow
 	Limit, Leased, Waiting int
+	// Taken counts the places taken: the items leased and those given a
+	// place, due, not yet leased. Removing: a removal of the limit did
+	// not end (dqctl concurrency-limit KEY none ends it).
+	Taken    int
+	Removing bool
 	Full                   bool
 	Edit                   limitForm
 	Remove                 actionForm
@@ -210,7 +215,8 @@ func (h *handler) rateRow(s redisq.LimitState, d *queueData, canSet bool) rateRo
 }
 
 func (h *handler) concRow(s redisq.ConcurrencyState, d *queueData, canSet bool) concRow {
-	row := concRow{keyRow: keyRowOf(s.Key), Limit: s.Limit, Leased: s.Leased, Waiting: s.Waiting, Full: s.Limit > 0 && s.Leased >= s.Limit}
+	row := concRow{keyRow: keyRowOf(s.Key), Limit: s.Limit, Leased: s.Leased, Waiting: s.Waiting, Taken: s.Leased + s.Granted,
+		Full: s.Limit > 0 && s.Leased+s.Granted >= s.Limit, Removing: s.Removing}
 	if canSet {
 		keyX := hex.EncodeToString([]byte(s.Key))
 		row.HasActions = true

@@ -64,6 +64,8 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	// expiry: when each member of done goes (its hash expires then, its
 	// member stays until a later ack or purge removes it).
 	expiry := map[string]float64{}
+	// score: each member of sched's score, for the limits' check.
+	score := map[string]float64{}
 	for i := range zsets {
 		zs[i] = map[string]bool{}
 		var cur uint64
@@ -74,8 +76,11 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 			}
 			for j := 0; j+1 < len(mem); j += 2 {
 				zs[i][mem[j]] = true
-				if zsets[i] == k.Done {
+				switch zsets[i] {
+				case k.Done:
 					expiry[mem[j]], _ = strconv.ParseFloat(mem[j+1], 64)
+				case k.Sched:
+					score[mem[j]], _ = strconv.ParseFloat(mem[j+1], 64)
 				}
 			}
 			if cur = c; cur == 0 {
@@ -113,6 +118,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	}
 
 	seen := map[string]bool{}
+	limited := map[string]rdb.ItemState{} // by member: the items with a limit key or a limit's field
 	for start := 0; start < len(keys); start += 500 {
 		chunk := keys[start:min(start+500, len(keys))]
 		states, err := q.db.ItemStates(ctx, chunk)
@@ -131,6 +137,9 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 				continue
 			}
 			seen[mem] = true
+			if s := states[i]; s.LimitKey != "" || s.RateWait || s.PlaceWait != "" || s.Place {
+				limited[mem] = s
+			}
 			want := map[string]int{"s": 0, "l": 1, "d": 2, "c": 3}
 			w, ok := want[st]
 			if !ok {
@@ -162,6 +171,9 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 				rep.addf("orphan member %q in %s (no matching item hash)", mem, zsets[z])
 			}
 		}
+	}
+	if err := q.auditLimits(ctx, rep, limited, score); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 	"github.com/dq-go/delayqueue/redisq/redistest"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -292,5 +294,276 @@ func TestClusterConcurrencyLimit(t *testing.T) {
 			}
 		}
 	}
+	audit(t, q)
+}
+
+// Audit checks the limits' indexes against the items: each index names
+// items in the state it says, each limited item is in its index, and no
+// item waits for a place that is free.
+func TestAuditLimits(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "conc-audit")
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "k", 1))
+	require.NoError(t, q.SetRateLimit(ctx, "r", RateLimit{N: 1, Per: time.Hour}))
+	for _, it := range []EnqueueItem{{ID: "a", Job: Job{LimitKey: "k"}}, {ID: "b", Job: Job{LimitKey: "k"}},
+		{ID: "c", Job: Job{LimitKey: "r"}}, {ID: "d", Job: Job{LimitKey: "r"}}} {
+		it.At = time.Unix(1, 0)
+		_, err := q.Add(ctx, it)
+		require.NoError(t, err)
+	}
+	ids, _ := takeIDs(t, q, 10)
+	require.Equal(t, []string{"a", "c"}, ids)
+	audit(t, q) // a holds k's place, b waits for it; d waits for r's slot
+
+	problems := func() []string {
+		r, err := q.Audit(ctx)
+		require.NoError(t, err)
+		return r.Problems
+	}
+	member := func(id string) string {
+		m, err := c.HGet(ctx, q.db.Keys.Item(id), "mem").Result()
+		require.NoError(t, err)
+		return m
+	}
+	_, _, cf, cq, _ := q.db.Keys.LimitIndexes("k")
+	rwr, _, _, _, _ := q.db.Keys.LimitIndexes("r")
+	// a's place lost: it is not in the index, and b waits for a free place.
+	require.NoError(t, c.ZRem(ctx, cf, member("a")).Err())
+	p := problems()
+	require.Len(t, p, 2, "%q", p)
+	require.Contains(t, p[0]+p[1], `item "a" holds a place of limit key "k" but is not in its index`)
+	require.Contains(t, p[0]+p[1], `limit key "k": 1 items wait for a place while 1 of 1 places are free`)
+	require.NoError(t, c.ZAdd(ctx, cf, redis.Z{Score: 1e15, Member: member("a")}).Err())
+	// b no longer says it waits; d leaves r's index.
+	require.NoError(t, c.HDel(ctx, q.db.Keys.Item("b"), "cq").Err())
+	require.NoError(t, c.ZRem(ctx, rwr, member("d")).Err())
+	p = problems()
+	require.Len(t, p, 2, "%q", p)
+	require.Contains(t, p[0]+p[1], `limit key "k": `+cq+` names "`+member("b")+`", which does not wait for a place of the key`)
+	require.Contains(t, p[0]+p[1], `item "d" waits for a rate slot of limit key "r" but is not in its index`)
+}
+
+// parkAll enqueues n items of key due long ago, takes the first (held),
+// and claims until the others all wait for a place.
+func parkAll(t *testing.T, q *Queue, key string, n int) *Message {
+	t.Helper()
+	ctx := context.Background()
+	var items []EnqueueItem
+	for i := range n {
+		items = append(items, EnqueueItem{ID: fmt.Sprintf("%s%04d", key, i), At: time.Unix(1, 0), Job: Job{LimitKey: key}})
+	}
+	for i := 0; i < n; i += 500 {
+		_, err := q.EnqueueMany(ctx, items[i:min(i+500, n)])
+		require.NoError(t, err)
+	}
+	ids, ms := takeIDs(t, q, 1)
+	require.Equal(t, []string{key + "0000"}, ids)
+	eventually(t, 20*time.Second, "the others wait", func() bool {
+		takeIDs(t, q, 1)
+		st, err := q.ConcurrencyLimitState(ctx, key)
+		require.NoError(t, err)
+		return st.Waiting == n-1
+	})
+	return ms[0]
+}
+
+// A removal cut short (its first round trip alone, as a cancelled context
+// or a lost connection leaves it) shows: the key stays listed, Removing,
+// and Audit says to call it again, which ends it. Meanwhile the key's
+// items are leased as if it had no limit, and the waiting items leased
+// then leave the waiting items whole.
+func TestConcurrencyLimitRemovalInterrupted(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "conc-remove")
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "t", 1))
+	held := parkAll(t, q, "t", 251)
+	_, err := q.db.RunScript(ctx, rdb.Named("conc_limit"), append([]string{q.db.Keys.Conc}, concIndexes(q, "t")...), "t", 0)
+	require.NoError(t, err)
+	st, err := q.ConcurrencyLimitState(ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, ConcurrencyState{Key: "t", Removing: true, Leased: 1, Waiting: 150}, st)
+	all, err := q.ConcurrencyLimits(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []ConcurrencyState{st}, all, "listed while it is removed")
+	r, err := q.Audit(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{`limit key "t": the removal of its concurrency limit did not end (150 items wait): call SetConcurrencyLimit(ctx, key, 0) again`}, r.Problems)
+	// The 100 let go are leased with no place; the ack frees none.
+	ids, ms := takeIDs(t, q, 100)
+	require.Len(t, ids, 100)
+	require.NoError(t, held.Ack(ctx))
+	audit2 := func() []string {
+		r, err := q.Audit(ctx)
+		require.NoError(t, err)
+		return r.Problems
+	}
+	require.Len(t, audit2(), 1)
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "t", 0))
+	st, err = q.ConcurrencyLimitState(ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, ConcurrencyState{Key: "t"}, st)
+	require.Empty(t, audit2())
+	var got int
+	for {
+		ids, more := takeIDs(t, q, 100)
+		if len(ids) == 0 {
+			break
+		}
+		got += len(ids)
+		require.Empty(t, errors.Join(q.AckMany(ctx, more)...))
+	}
+	require.Equal(t, 150, got, "every waiting item went")
+	require.Empty(t, errors.Join(q.AckMany(ctx, ms)...))
+	audit(t, q)
+}
+
+// concIndexes are the keys conc_limit.lua takes after the limits.
+func concIndexes(q *Queue, key string) []string {
+	_, _, cf, cq, cp := q.db.Keys.LimitIndexes(key)
+	return []string{cf, cq, cp}
+}
+
+// The items a claim finds with every place taken wait in the order they
+// came due, even when they were enqueued in another order.
+func TestConcurrencyLimitFIFOInOneClaim(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "conc-fifo")
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "t", 1))
+	_, err := q.Add(ctx, EnqueueItem{ID: "first", At: time.Unix(1, 0), Job: Job{LimitKey: "t"}})
+	require.NoError(t, err)
+	_, held := takeIDs(t, q, 1)
+	require.Len(t, held, 1)
+	for _, it := range []EnqueueItem{{ID: "due-later", At: time.Unix(3, 0)}, {ID: "due-earlier", At: time.Unix(2, 0)}} {
+		it.Job.LimitKey = "t"
+		_, err = q.Add(ctx, it)
+		require.NoError(t, err)
+	}
+	ids, _ := takeIDs(t, q, 10)
+	require.Empty(t, ids)
+	require.NoError(t, held[0].Ack(ctx))
+	ids, held = takeIDs(t, q, 10)
+	require.Equal(t, []string{"due-earlier"}, ids)
+	require.NoError(t, held[0].Ack(ctx))
+	ids, _ = takeIDs(t, q, 10)
+	require.Equal(t, []string{"due-later"}, ids)
+}
+
+// An item given a place is due: it no longer says it waits, and RunNow
+// leaves it as a due item; the state counts it as granted.
+func TestConcurrencyLimitGrantedIsDue(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "conc-granted")
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "t", 1))
+	held := parkAll(t, q, "t", 3)
+	it, err := q.Get(ctx, "t0001")
+	require.NoError(t, err)
+	require.True(t, it.WaitsForPlace)
+	// Paused, so that the place given is not taken at once.
+	require.NoError(t, q.Pause(ctx))
+	require.NoError(t, held.Ack(ctx))
+	it, err = q.Get(ctx, "t0001")
+	require.NoError(t, err)
+	require.False(t, it.WaitsForPlace, "given a place: due")
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.DueBacklog)
+	cs, err := q.ConcurrencyLimitState(ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, ConcurrencyState{Key: "t", Limit: 1, Granted: 1, Waiting: 1}, cs)
+	rn, err := q.RunNow(ctx, "t0001")
+	require.NoError(t, err)
+	require.Equal(t, RunNowAlreadyDue, rn.Outcome)
+	audit(t, q)
+	require.NoError(t, q.Resume(ctx))
+	ids, ms := takeIDs(t, q, 10)
+	require.Equal(t, []string{"t0001"}, ids)
+	require.NoError(t, ms[0].Ack(ctx))
+	ids, ms = takeIDs(t, q, 10)
+	require.Equal(t, []string{"t0002"}, ids)
+	require.NoError(t, ms[0].Ack(ctx))
+	audit(t, q)
+}
+
+// An item that waited for a rate slot and then finds every place taken
+// waits for a place alone: it leaves the rate limit's waiting items, so a
+// change of the rate limit does not let it jump the items that waited for
+// a place before it.
+func TestConcurrencyLimitAfterRateSlot(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "conc-rate")
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "k", 2))
+	require.NoError(t, q.SetRateLimit(ctx, "k", RateLimit{N: 1, Per: 400 * time.Millisecond}))
+	_, err := q.Add(ctx, EnqueueItem{ID: "x", At: time.Unix(1, 0), Job: Job{LimitKey: "k"}})
+	require.NoError(t, err)
+	_, x := takeIDs(t, q, 1)
+	require.Len(t, x, 1)
+	_, err = q.Add(ctx, EnqueueItem{ID: "b", At: time.Unix(2, 0), Job: Job{LimitKey: "k"}})
+	require.NoError(t, err)
+	ids, _ := takeIDs(t, q, 1)
+	require.Empty(t, ids, "b waits for its rate slot")
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "k", 1))
+	_, err = q.Add(ctx, EnqueueItem{ID: "c", At: time.Unix(3, 0), Job: Job{LimitKey: "k"}})
+	require.NoError(t, err)
+	ids, _ = takeIDs(t, q, 1)
+	require.Empty(t, ids, "c waits for a place")
+	it, err := q.Get(ctx, "b")
+	require.NoError(t, err)
+	untilRedisTime(t, c, it.RateSlot.Add(time.Millisecond))
+	ids, _ = takeIDs(t, q, 1)
+	require.Empty(t, ids, "b, at its slot, waits for a place behind c")
+	it, err = q.Get(ctx, "b")
+	require.NoError(t, err)
+	require.True(t, it.WaitsForPlace)
+	require.True(t, it.RateSlot.IsZero(), "no rate slot any more: %v", it.RateSlot)
+	ls, err := q.RateLimitState(ctx, "k")
+	require.NoError(t, err)
+	require.Zero(t, ls.Waiting)
+	audit(t, q)
+	require.NoError(t, q.SetRateLimit(ctx, "k", RateLimit{N: 5, Per: 400 * time.Millisecond}))
+	require.NoError(t, x[0].Ack(ctx))
+	ids, _ = takeIDs(t, q, 1)
+	require.Equal(t, []string{"c"}, ids, "c waited for a place before b")
+}
+
+// An end of a lease costs a few commands whatever the number of items
+// waiting or given a place: an AckMany of 99 items of a key with 200
+// waiting runs no command per item given a place earlier.
+func TestConcurrencyLimitAckCost(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "conc-cost", WithReclaimBatch(1))
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "t", 1))
+	held := parkAll(t, q, "t", 301)
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "t", 100))
+	var ms []*Message
+	for len(ms) < 99 { // and held
+		_, more := takeIDs(t, q, 100)
+		ms = append(ms, more...)
+	}
+	require.NoError(t, q.Pause(ctx)) // the places given stay given
+	require.NoError(t, held.Ack(ctx))
+	require.NoError(t, c.ConfigResetStat(ctx).Err())
+	require.Empty(t, errors.Join(q.AckMany(ctx, ms)...))
+	var calls int64
+	for _, name := range []string{"zscore", "zrange", "zadd", "zrem", "zcount", "zcard", "hset", "hdel", "hmget", "hget", "exists", "del", "set", "hincrby"} {
+		calls += commandCalls(t, c, name)
+	}
+	t.Logf("AckMany(99) with 200 items waiting: %d commands", calls)
+	require.Less(t, calls, int64(99*20), "a command per item waiting or given, per ack")
+	cs, err := q.ConcurrencyLimitState(ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, ConcurrencyState{Key: "t", Limit: 100, Granted: 100, Waiting: 101}, cs)
+	require.NoError(t, q.Resume(ctx))
 	audit(t, q)
 }

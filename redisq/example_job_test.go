@@ -96,7 +96,8 @@ func ExampleQueue_SetRateLimit() {
 		panic(err)
 	}
 	for _, id := range []string{"m1", "m2", "m3"} {
-		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, Job: redisq.Job{LimitKey: "smtp"}}); err != nil {
+		// Due a minute ago: all are due at the claim.
+		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, At: time.Now().Add(-time.Minute), Job: redisq.Job{LimitKey: "smtp"}}); err != nil {
 			panic(err)
 		}
 	}
@@ -125,7 +126,8 @@ func ExampleQueue_SetConcurrencyLimit() {
 		panic(err)
 	}
 	for _, id := range []string{"pay:1", "pay:2"} {
-		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, Job: redisq.Job{LimitKey: "acct:42"}}); err != nil {
+		// Due a minute ago: both are due at the claim.
+		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, At: time.Now().Add(-time.Minute), Job: redisq.Job{LimitKey: "acct:42"}}); err != nil {
 			panic(err)
 		}
 	}

@@ -57,10 +57,11 @@ type Job struct {
 	// held (see Debounce): it replaces the item holding it if that item
 	// still waits, instead of being refused.
 	Debounce bool `json:"debounce,omitempty"`
-	// LimitKey is the key whose rate limit the item's starts count
-	// against (see Queue.SetRateLimit), for example a tenant or an API
-	// host; "" counts against the queue's own (the limit of the key "").
-	// At most MaxLimitKeyLen bytes, any bytes.
+	// LimitKey is the key whose rate and concurrency limits the item's
+	// starts count against (see Queue.SetRateLimit and
+	// Queue.SetConcurrencyLimit), for example a tenant or an API host; ""
+	// counts against the queue's own (the limits of the key ""). At most
+	// MaxLimitKeyLen bytes, any bytes.
 	LimitKey string `json:"limit_key,omitempty"`
 }
 
@@ -161,9 +162,10 @@ func Debounce(key string, window time.Duration) JobOption {
 	return func(j *Job) { j.UniqueKey, j.UniqueFor, j.Debounce = key, window, true }
 }
 
-// LimitKey makes the item's starts count against key's rate limit (see
-// Queue.SetRateLimit) instead of the queue's own. Items of a key without a
-// limit are not limited. Partitioned refuses it (a Partitioned routes by
+// LimitKey makes the item's starts count against key's rate and
+// concurrency limits (see Queue.SetRateLimit, Queue.SetConcurrencyLimit)
+// instead of the queue's own. Items of a key without a limit are not
+// limited. Partitioned refuses it (a Partitioned routes by
 // id, so one key's items would be limited per partition).
 func LimitKey(key string) JobOption {
 	return func(j *Job) { j.LimitKey = key }

@@ -418,7 +418,9 @@ func TestRetention(t *testing.T) {
 	// Ack, AckMany and AckTake keep results too; an item with no
 	// retention is deleted as before.
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		_, err := q.Add(ctx, EnqueueItem{ID: id, Job: Job{Retention: time.Hour}})
+		// Due long ago: all are due at the claim (an item due "now" is
+		// due at the next ms of Redis TIME, which the claim may precede).
+		_, err := q.Add(ctx, EnqueueItem{ID: id, At: time.Unix(1, 0), Job: Job{Retention: time.Hour}})
 		require.NoError(t, err)
 	}
 	_, err = q.EnqueueAfter(ctx, "plain", nil, 0)

@@ -150,11 +150,17 @@ const MaxConcurrency = 1 << 30
 // Redis saw it when it was read.
 type ConcurrencyState struct {
 	Key   string
-	Limit int // 0: the key has no concurrency limit
+	Limit int // 0: the key has no concurrency limit (or Removing)
+	// Removing is set while SetConcurrencyLimit(ctx, key, 0) lets the
+	// waiting items go: if it is set with no such call running, one was
+	// interrupted, and calling it again ends the removal.
+	Removing bool
 	// Leased counts the key's items that hold a place: leased since the
-	// limit was set, their leases not expired. Waiting counts the items
-	// that a claim found with every place taken and that wait for one.
-	Leased, Waiting int
+	// limit was set, their leases not expired. Granted counts the items
+	// given a place as one freed, due and not yet leased (a place taken
+	// too). Waiting counts the items that a claim found with every place
+	// taken and that wait for one.
+	Leased, Granted, Waiting int
 }
 
 // SetConcurrencyLimit sets the concurrency limit of the items whose
@@ -175,10 +181,13 @@ type ConcurrencyState struct {
 // when both allow it.
 //
 // Raising the limit makes as many waiting items due as there are new
-// places; lowering it leaves the items leased as they are (no new one is
-// leased until fewer than k are); removing it lets every waiting item go
-// (one round trip per 100 of them). Items leased before the limit was set
-// hold no place.
+// places (up to 1,000 at once; the others as claims go on); lowering it
+// leaves the items leased as they are (no new one is leased until fewer
+// than k are); removing it lets every waiting item go (one round trip per
+// 100 of them). An error during a removal leaves the key listed, with
+// ConcurrencyState.Removing set, until a removal ends: call it again. Items
+// leased before the limit was set, or while it was being removed, hold no
+// place.
 func (q *Queue) SetConcurrencyLimit(ctx context.Context, key string, k int) error {
 	if len(key) > MaxLimitKeyLen {
 		return fmt.Errorf("redisq: a limit key of %d bytes, over MaxLimitKeyLen (%d)", len(key), MaxLimitKeyLen)
@@ -236,7 +245,8 @@ func (q *Queue) concStates(ctx context.Context, keys []string) ([]ConcurrencySta
 	}
 	out := make([]ConcurrencyState, len(raw))
 	for i, r := range raw {
-		out[i] = ConcurrencyState{Key: r.Key, Limit: int(r.K), Leased: int(r.Leased), Waiting: int(r.Waiting)}
+		out[i] = ConcurrencyState{Key: r.Key, Limit: int(r.K), Removing: r.Removing, Leased: int(r.Leased), Granted: int(r.Granted),
+			Waiting: int(r.Waiting)}
 	}
 	return out, nil
 }

@@ -275,6 +275,7 @@ func TestRateLimitIdleCost(t *testing.T) {
 		q := newQueue(t, c, "idle")
 		if limited {
 			require.NoError(t, q.SetRateLimit(ctx, "k", RateLimit{N: 1, Per: time.Hour}))
+			require.NoError(t, q.SetConcurrencyLimit(ctx, "k", 1))
 		}
 		_, err := q.Add(ctx, EnqueueItem{ID: "later", After: time.Hour, Job: Job{LimitKey: "k"}})
 		require.NoError(t, err)
@@ -290,7 +291,7 @@ func TestRateLimitIdleCost(t *testing.T) {
 		return commandsProcessed(t, c) - before - 1 // the INFO that read it
 	}
 	plain, limited := idle(false), idle(true)
-	t.Logf("commands while idle for 1.5 s: %d unlimited, %d limited", plain, limited)
+	t.Logf("commands while idle for 1.5 s: %d unlimited, %d limited (a rate and a concurrency limit)", plain, limited)
 	require.LessOrEqual(t, limited, plain)
 }
 

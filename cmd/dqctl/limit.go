@@ -75,9 +75,13 @@ func cmdLimits(e *env) error {
 			fmt.Fprintln(w)
 		}
 		sort.Slice(conc, func(i, j int) bool { return conc[i].Key < conc[j].Key })
-		fmt.Fprintln(w, "KEY\tCONCURRENCY\tLEASED\tWAITING")
+		fmt.Fprintln(w, "KEY\tCONCURRENCY\tTAKEN\tGIVEN\tWAITING")
 		for _, s := range conc {
-			fmt.Fprintf(w, "%s\t%d\t%d/%d\t%d\n", quote(s.Key), s.Limit, s.Leased, s.Limit, s.Waiting)
+			limit, taken := strconv.Itoa(s.Limit), fmt.Sprintf("%d/%d", s.Leased+s.Granted, s.Limit)
+			if s.Removing {
+				limit, taken = "being removed (concurrency-limit KEY none ends it)", "-"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\n", quote(s.Key), limit, taken, s.Granted, s.Waiting)
 		}
 	}
 	return w.Flush()

@@ -90,7 +90,7 @@ func TestConcurrencyLimits(t *testing.T) {
 		held = append(held, ms...)
 	}
 	r = dqctl(t, "", append(a, "limits", "orders", "acct")...)
-	r.want(t, exitOK, "KEY", "CONCURRENCY", "LEASED", `"acct"`, "1/1", "  2")
+	r.want(t, exitOK, "KEY", "CONCURRENCY", "TAKEN", "GIVEN", `"acct"`, "1/1", "  2")
 	r = dqctl(t, "", append(a, "show", "orders", "c1")...)
 	r.want(t, exitOK, "waits", "for a place under its limit key's concurrency limit")
 	r = dqctl(t, "", append(a, "run-now", "orders", "c1")...)

@@ -45,6 +45,12 @@ func (r *Runner) WaitWake(ctx context.Context, c redis.UniversalClient, private 
 type ItemState struct {
 	State, Member string
 	Exists        bool
+	// LimitKey (lk) and the limits' fields: RateWait (wt: waits for a
+	// rate slot), Place (cf: holds a place of its key's concurrency
+	// limit), PlaceWait (cq: "1" waits for a place, "2" was given one).
+	LimitKey        string
+	RateWait, Place bool
+	PlaceWait       string
 }
 
 // ItemStates reads the state and member of the item hashes keys, in one
@@ -53,7 +59,7 @@ func (r *Runner) ItemStates(ctx context.Context, keys []string) ([]ItemState, er
 	cmds := make([]*redis.SliceCmd, len(keys))
 	if _, err := r.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
-			cmds[i] = p.HMGet(ctx, k, "st", "mem")
+			cmds[i] = p.HMGet(ctx, k, "st", "mem", "lk", "wt", "cq", "cf")
 		}
 		return nil
 	}); err != nil {
@@ -62,12 +68,15 @@ func (r *Runner) ItemStates(ctx context.Context, keys []string) ([]ItemState, er
 	out := make([]ItemState, len(keys))
 	for i, c := range cmds {
 		v := c.Val()
-		if len(v) < 2 {
+		if len(v) < 6 {
 			continue
 		}
 		out[i].State, _ = v[0].(string)
 		out[i].Member, _ = v[1].(string)
 		out[i].Exists = v[0] != nil || v[1] != nil
+		out[i].LimitKey, _ = v[2].(string)
+		out[i].RateWait, out[i].Place = v[3] != nil, v[5] != nil
+		out[i].PlaceWait, _ = v[4].(string)
 	}
 	return out, nil
 }

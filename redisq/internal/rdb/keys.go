@@ -56,8 +56,8 @@ import "strconv"
 //	                           keys rl:KEY, rw:KEY, rr:KEY and rx:KEY hold its use
 //	                           (see lua/include/rate.lua)
 //	{dq:NAME}:conc     hash    limit key -> its concurrency limit K; the
-//	                           keys cf:KEY and cq:KEY hold its use (see
-//	                           conc_of in lua/include/common.lua)
+//	                           keys cf:KEY, cq:KEY and cp:KEY hold its use (see
+//	                           conc_keys in lua/include/common.lua)
 //
 // and, outside every queue's slot, RegistryKey and PartitionedRegistryKey.
 //

@@ -1,6 +1,9 @@
 package rdb
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 var (
 	scriptRateLimit  = newScript("rate_limit", kSched, kWake, kSeq).acked()
@@ -80,21 +83,23 @@ func (r *Runner) LimitKeys(ctx context.Context, cursor uint64, count int64) (key
 // Concurrency limits: the keys of a limit key (see conc_of in
 // lua/include/common.lua).
 func (k *Keys) concKeys(key string) []string {
-	return []string{k.Prefix + "cf:" + key, k.Prefix + "cq:" + key}
+	return []string{k.Prefix + "cf:" + key, k.Prefix + "cq:" + key, k.Prefix + "cp:" + key}
 }
 
 // SetConcurrencyLimit sets key's concurrency limit to k items leased at
 // once, or removes it when k is 0 (lua/conc_limit.lua). Removing it lets
 // the waiting items go, a batch per call until none waits: no claim adds
-// one to a key without a limit, so the calls end (for those a concurrent
-// change adds, a batch per item waiting after the first call).
+// one to a key whose limit is being removed, so the calls end.
 func (r *Runner) SetConcurrencyLimit(ctx context.Context, key string, k int64) error {
 	keys := append([]string{r.Keys.Conc}, r.Keys.concKeys(key)...)
 	res, err := r.run(ctx, scriptConcLimit, keys, key, k)
 	if err != nil || k > 0 {
 		return err
 	}
-	for calls := toInt(res[1])/ScriptBatch + 1; calls > 0 && toInt(res[1]) > 0; calls-- {
+	for calls := toInt(res[1])/ScriptBatch + 2; toInt(res[1]) > 0; calls-- {
+		if calls == 0 {
+			return fmt.Errorf("redisq: the removal of the concurrency limit of %q did not end (%d items still wait): call it again", key, toInt(res[1]))
+		}
 		if res, err = r.run(ctx, scriptConcLimit, keys, key, k); err != nil {
 			return err
 		}
@@ -105,10 +110,12 @@ func (r *Runner) SetConcurrencyLimit(ctx context.Context, key string, k int64) e
 // ConcState is a limit key's concurrency limit and its use
 // (lua/conc_state.lua).
 type ConcState struct {
-	Key     string
-	K       int64 // 0: no limit
-	Leased  int64 // items holding a place
-	Waiting int64 // items waiting for one
+	Key      string
+	K        int64 // 0: no limit, or being removed (Removing)
+	Removing bool
+	Leased   int64 // leased items holding a place
+	Granted  int64 // items given a place, due, not yet leased
+	Waiting  int64 // items waiting for one
 }
 
 // ConcStates reads the state of each of keys.
@@ -125,8 +132,9 @@ func (r *Runner) ConcStates(ctx context.Context, keys []string) ([]ConcState, er
 	}
 	st := make([]ConcState, len(keys))
 	for i, k := range keys {
-		v := res[1+3*i : 4+3*i]
-		st[i] = ConcState{Key: k, K: toInt(v[0]), Leased: toInt(v[1]), Waiting: toInt(v[2])}
+		v := res[1+5*i : 6+5*i]
+		st[i] = ConcState{Key: k, K: toInt(v[0]), Removing: toInt(v[0]) == 0 && toInt(v[1]) == 1,
+			Leased: toInt(v[2]), Granted: toInt(v[3]), Waiting: toInt(v[4])}
 	}
 	return st, nil
 }
@@ -139,4 +147,13 @@ func (r *Runner) ConcKeys(ctx context.Context, cursor uint64, count int64) (keys
 		keys = append(keys, kv[i])
 	}
 	return keys, next, r.permissionError(err)
+}
+
+// LimitIndexes are the zsets of limit key key that name items (for
+// Audit): those waiting for a rate slot (rw, and rx while SetRateLimit lets
+// them go), those holding a place of its concurrency limit (cf), those
+// waiting for one (cq) and those given one, due, not yet leased (cp).
+func (k *Keys) LimitIndexes(key string) (rw, rx, cf, cq, cp string) {
+	r, c := k.rateKeys(key), k.concKeys(key)
+	return r[1], r[2], c[0], c[1], c[2]
 }

@@ -1,43 +1,48 @@
 -- concurrency limit: ARGV[2] a limit key, ARGV[3] K (0: no limit). Sets
--- the key's concurrency limit (see conc_of in include/common.lua), or
--- removes it. With a limit, as many waiting items as there are free
--- places are made due now; without, up to ScriptBatch of the waiting
--- items are let go: due now, without cq, as new items of the key.
--- Returns {limits set, items still waiting}: without a limit, the caller
--- calls again until none is (no claim adds a waiting item to a key
--- without a limit, so the calls end).
+-- the key's concurrency limit (see conc_keys in include/common.lua), and
+-- gives the free places to waiting items. K 0 removes it: the limit
+-- becomes "0" (being removed: claims lease the key's items as if it had
+-- none) and up to ScriptBatch of its waiting items are let go, due now,
+-- as new items of the key; once none waits the limit is gone. Returns
+-- {limits set, items still waiting}: the caller of a removal calls again
+-- until none is (no claim adds a waiting item to a key without a limit,
+-- so the calls end); until then the key is listed, its limit 0, so an
+-- interrupted removal shows.
 --
--- KEYS: sched, wake, seq; the limits, the key's leased items and its
---   waiting items (the waiting items' hashes are found while running)
+-- KEYS: sched, wake, seq; the limits, the key's leased, waiting and
+--   given items (the waiting items' hashes are found while running)
 --@include common
 
-local F, Q = K_PREFIX .. 'cf:' .. ARGV[2], K_PREFIX .. 'cq:' .. ARGV[2]
+local c = conc_keys(ARGV[2])
 local ws = {}
-if ARGV[3] == '0' then ws = redis.call('ZRANGE', Q, 0, {{SCRIPT_BATCH}} - 1) end
+if ARGV[3] == '0' then ws = redis.call('ZRANGE', c.Q, 0, {{SCRIPT_BATCH}} - 1) end
 -- Every item hash is read before the first write (see the key layout).
 local fs = {}
 for i, mem in ipairs(ws) do fs[i] = redis.call('HMGET', ARGV[1] .. string.sub(mem, 18), 'st', 'mem', 'cq') end
-local n = redis.call('HLEN', K_CONC)
-if ARGV[3] == '0' then
-  n = n - redis.call('HDEL', K_CONC, ARGV[2])
-else
-  n = n + redis.call('HSET', K_CONC, ARGV[2], ARGV[3])
-end
-if n > 0 then redis.call('HSET', K_SEQ, 'cc', n) else redis.call('HDEL', K_SEQ, 'cc') end
+local had = redis.call('HEXISTS', K_CONC, ARGV[2]) == 1
 local now = now_ms()
 if ARGV[3] ~= '0' then
-  conc_promote({k = tonumber(ARGV[3]), F = F, Q = Q}, now)
-  return {n, redis.call('ZCARD', Q)}
-end
-local moved = 0
-for i, mem in ipairs(ws) do
-  local f = fs[i]
-  if f[1] == 's' and f[2] == mem and f[3] then
-    redis.call('ZADD', K_SCHED, 'XX', 'LT', now, mem)
-    redis.call('HDEL', ARGV[1] .. string.sub(mem, 18), 'cq')
-    moved = moved + 1
+  redis.call('HSET', K_CONC, ARGV[2], ARGV[3])
+  c.k = tonumber(ARGV[3])
+  conc_promote(c, now)
+elseif had or #ws > 0 then
+  local moved = 0
+  for i, mem in ipairs(ws) do
+    local f = fs[i]
+    if f[1] == 's' and f[2] == mem and f[3] then
+      redis.call('ZADD', K_SCHED, 'XX', 'LT', now, mem)
+      redis.call('HDEL', ARGV[1] .. string.sub(mem, 18), 'cq')
+      moved = moved + 1
+    end
+  end
+  if #ws > 0 then redis.call('ZREM', c.Q, unpack(ws)) end
+  if moved > 0 then redis.call('ZADD', K_WAKE, 0, 'w') end
+  if redis.call('ZCARD', c.Q) > 0 then
+    redis.call('HSET', K_CONC, ARGV[2], 0)
+  else
+    redis.call('HDEL', K_CONC, ARGV[2])
   end
 end
-if #ws > 0 then redis.call('ZREM', Q, unpack(ws)) end
-if moved > 0 then redis.call('ZADD', K_WAKE, 0, 'w') end
-return {n, redis.call('ZCARD', Q)}
+local n = redis.call('HLEN', K_CONC)
+if n > 0 then redis.call('HSET', K_SEQ, 'cc', n) else redis.call('HDEL', K_SEQ, 'cc') end
+return {n, redis.call('ZCARD', c.Q)}

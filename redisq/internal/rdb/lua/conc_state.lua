@@ -1,17 +1,20 @@
 -- concurrency state: ARGV[2...] limit keys. Returns {now ms, then for each
--- key: K (0: no limit), its items leased (holding a place: leases not
--- expired), items waiting for a place}. Read only.
+-- key: K (0: none, or being removed), 1 when it has an entry (K 0: being
+-- removed), its items leased (holding a place: leases not expired), given
+-- a place and due, waiting for a place}. Read only.
 --
--- KEYS: the limits, and for each key its leased and its waiting items
+-- KEYS: the limits, and for each key its leased, waiting and given items
 --@include common
 
 local now = now_ms()
 local out = {now}
 for a = 2, #ARGV do
-  local key = ARGV[a]
-  local F, Q = K_PREFIX .. 'cf:' .. key, K_PREFIX .. 'cq:' .. key
-  out[#out + 1] = tonumber(redis.call('HGET', K_CONC, key)) or 0
-  out[#out + 1] = redis.call('ZCOUNT', F, '(' .. string.format('%d', now), '+inf')
-  out[#out + 1] = redis.call('ZCARD', Q)
+  local c = conc_keys(ARGV[a])
+  local k = redis.call('HGET', K_CONC, ARGV[a])
+  out[#out + 1] = tonumber(k) or 0
+  out[#out + 1] = k and 1 or 0
+  out[#out + 1] = redis.call('ZCOUNT', c.F, '(' .. string.format('%d', now), '+inf')
+  out[#out + 1] = redis.call('ZCARD', c.P)
+  out[#out + 1] = redis.call('ZCARD', c.Q)
 end
 return out

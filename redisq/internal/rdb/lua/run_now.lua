@@ -31,7 +31,7 @@ if f[5] then
   redis.call('HDEL', h, 'op')
   return {7, tonumber(f[5])}
 end
-if f[6] then
+if f[6] == '1' then
   redis.call('HDEL', h, 'op')
   return {8}
 end

@@ -49,9 +49,25 @@ local out = {now, -1, 0}
 local leased, wait, park, wmin = 0, nil, nil, nil
 -- With limits, a claim looks at up to ScriptBatch due items to lease n,
 -- so that the items a limit holds do not hold up the others behind them.
+-- It reads the due items alone (and the first item after them, for the
+-- next wake-up): a limited queue's sched holds items waiting for their
+-- slot or a place, which it would be costly to read at every claim.
 local m = n
-if n > 0 and (qf[2] or qf[3]) then m = {{SCRIPT_BATCH}} end
-local sch = redis.call('ZRANGE', K_SCHED, 0, m, 'WITHSCORES')
+local sch
+if n > 0 and (qf[2] or qf[3]) then
+  m = {{SCRIPT_BATCH}}
+  local t = string.format('%d', now)
+  sch = redis.call('ZRANGE', K_SCHED, 0, 0, 'WITHSCORES')
+  if sch[1] and tonumber(sch[2]) <= now then
+    sch = redis.call('ZRANGE', K_SCHED, '-inf', t, 'BYSCORE', 'LIMIT', 0, m + 1, 'WITHSCORES')
+  end
+  if sch[1] and tonumber(sch[2]) <= now and #sch < 2 * (m + 1) then
+    local nx = redis.call('ZRANGE', K_SCHED, '(' .. t, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+    sch[#sch + 1], sch[#sch + 2] = nx[1], nx[2]
+  end
+else
+  sch = redis.call('ZRANGE', K_SCHED, 0, m, 'WITHSCORES')
+end
 local k = 0
 while k < m and sch[2 * k + 1] and tonumber(sch[2 * k + 2]) <= now do k = k + 1 end
 local dl = after(now, frac, tonumber(ARGV[3]))
@@ -75,10 +91,16 @@ if k > 0 then
     if f[12] and (tonumber(f[2]) or 0) == 0 then why, occ, ov = occ_check(f[12], id, tonumber(sch[2 * i]), now) end
     local c = not why and qf[3] and conc_read(f[9] or '', now)
     local l = not why and qf[2] and rate_read(f[9] or '', nowus)
+    -- The limits' keys that its lease or wait may write, read first.
+    if f[11] and not c then
+      local ck = conc_keys(f[9] or '')
+      redis.call('EXISTS', ck.Q, ck.P)
+    end
+    if f[10] and c then redis.call('EXISTS', K_PREFIX .. 'rw:' .. (f[9] or ''), K_PREFIX .. 'rx:' .. (f[9] or '')) end
     if why then
       drop = drop or {}
       drop[i] = {r = occ, why = why, w = (f[10] or f[11]) and waiting_of(mp .. id)}
-    elseif c and not conc_one(c, f[11] ~= false) then
+    elseif c and not conc_one(c, f[11]) then
       park = park or {}
       park[i] = true
     elseif l then
@@ -86,7 +108,7 @@ if k > 0 then
       if slot then
         wait = wait or {}
         wait[i] = slot
-        if c then conc_undo(c, f[11] ~= false) end
+        if c then conc_undo(c, f[11]) end
       end
     end
     if why or park and park[i] or wait and wait[i] then
@@ -116,6 +138,7 @@ if k > 0 then
     local att = (tonumber(f[2]) or 0) + 1
     redis.call('HSET', h, 'st', 'l', 'tok', tok, 'dl', dl, 'att', att)
     if f[10] then redis.call('HDEL', h, 'wt') end
+    if f[11] then conc_leave(f[9] or '', h, mem) end
     z[#z + 1] = dl
     z[#z + 1] = mem
     leased = leased + 1

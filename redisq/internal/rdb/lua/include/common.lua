@@ -160,57 +160,74 @@ local function replay(rq, rr, gone)
 end
 -- Concurrency limits (SetConcurrencyLimit in limit.go; the claim's side
 -- is include/conc.lua). K_CONC maps a limit key to K: at most K of the
--- key's items leased at once. Per limited key, found while running:
+-- key's items hold a place at once (K "0": the limit is being removed,
+-- and its waiting items are let go). Per limited key, found while
+-- running:
 --
---   {dq:NAME}:cf:KEY  zset  the key's leased items: member -> lease
---                           deadline (ms), so that an expired lease frees
---                           its place even before it is reclaimed
---   {dq:NAME}:cq:KEY  zset  the items waiting for a place: member -> when
---                           they began to wait (ms), in order
+--   {dq:NAME}:cf:KEY  zset  the key's leased items that hold a place:
+--                           member -> lease deadline (ms), so that an
+--                           expired lease frees its place even before it
+--                           is reclaimed; the item has the field cf
+--   {dq:NAME}:cq:KEY  zset  the items waiting for a place: member -> its
+--                           turn (claim ms * 1000 + its rank in the
+--                           claim); each is scheduled at MAXDUE, never due
+--                           on its own, and has the field cq = 1
+--   {dq:NAME}:cp:KEY  zset  the items given a place and made due, not yet
+--                           leased: member -> its turn; cq = 2
 --
--- A leased item that holds a place has the field cf. A waiting item has
--- the field cq and is scheduled at MAXDUE, never due on its own: when a
--- place frees (an ack, nack, dead letter, release, an expired lease
--- reclaimed, a waiting item leaving), conc_promote makes as many of the
--- first waiting items due now as there are free places, and they are
--- claimed like any due item. No process polls for a place.
+-- The places taken are the live members of cf and the members of cp.
+-- When a place frees (an ack, nack, dead letter, release, an expired
+-- lease reclaimed, a waiting item leaving, a higher limit), conc_promote
+-- moves the first waiting items to cp, due now, one per free place, and
+-- they are claimed like any due item: no process polls for a place.
 --
--- conc_of(h, cf) reads, before the first write, what freeing the place of
--- the item h needs (cf: its field): nil when it holds none.
-local function conc_of(h, cf)
-  if not cf then return nil end
+-- conc_keys(key) are the key's zsets.
+local function conc_keys(key)
+  return {F = K_PREFIX .. 'cf:' .. key, Q = K_PREFIX .. 'cq:' .. key, P = K_PREFIX .. 'cp:' .. key}
+end
+-- conc_of(h, f) reads, before the first write, what freeing the place of
+-- the item h, or ending its wait, needs (f: its field cf or cq): nil when
+-- it has neither.
+local function conc_of(h, f)
+  if not f then return nil end
   local key = redis.call('HGET', h, 'lk') or ''
-  local c = {F = K_PREFIX .. 'cf:' .. key, Q = K_PREFIX .. 'cq:' .. key}
+  local c = conc_keys(key)
   c.k = tonumber(redis.call('HGET', K_CONC, key))
-  redis.call('EXISTS', c.F, c.Q, K_SCHED, K_WAKE)
+  redis.call('EXISTS', c.F, c.Q, c.P, K_SCHED, K_WAKE)
   return c
 end
--- conc_promote makes the first waiting items of c's key due now, one per
--- free place: those made due already and not yet claimed are among the
--- first, so they are not counted twice, and one waiting for a rate slot
--- as well keeps it. A member no longer in sched is dropped from the
--- waiting items, so that it holds no place. Bounded: ten pages.
+-- conc_promote gives the free places of c's key to its first waiting
+-- items: each moves from cq to cp and is made due now. A member no longer
+-- in sched is dropped. While the limit is being removed (K 0), up to 100
+-- waiting items go at each call, due now as items of a key without a
+-- limit. Bounded: 1,000 items.
 local function conc_promote(c, now)
   if not c.k then return end
   now = now or now_ms()
-  local free = c.k - redis.call('ZCOUNT', c.F, '(' .. string.format('%d', now), '+inf')
-  local woke, off = false, 0
+  local free = 100
+  if c.k > 0 then
+    free = c.k - redis.call('ZCOUNT', c.F, '(' .. string.format('%d', now), '+inf') - redis.call('ZCARD', c.P)
+  end
+  local woke = false
   for _ = 1, 10 do
     if free <= 0 then break end
-    local ws = redis.call('ZRANGE', c.Q, off, off + math.min(free, 100) - 1)
+    local ws = redis.call('ZRANGE', c.Q, 0, math.min(free, 100) - 1, 'WITHSCORES')
     if #ws == 0 then break end
-    for _, mem in ipairs(ws) do
-      local sc = redis.call('ZSCORE', K_SCHED, mem)
-      if not sc then
-        redis.call('ZREM', c.Q, mem)
-      else
-        off, free = off + 1, free - 1
-        if tonumber(sc) == MAXDUE then
-          redis.call('ZADD', K_SCHED, 'XX', now, mem)
-          woke = true
+    for i = 1, #ws, 2 do
+      local mem = ws[i]
+      local h = ARGV[1] .. string.sub(mem, 18)
+      redis.call('ZREM', c.Q, mem)
+      if redis.call('ZADD', K_SCHED, 'XX', 'CH', now, mem) == 1 then
+        if c.k > 0 then
+          redis.call('ZADD', c.P, ws[i + 1], mem)
+          redis.call('HSET', h, 'cq', 2)
+        else
+          redis.call('HDEL', h, 'cq')
         end
+        free, woke = free - 1, true
       end
     end
+    if c.k == 0 then break end
   end
   if woke then redis.call('ZADD', K_WAKE, 0, 'w') end
 end
@@ -225,7 +242,8 @@ end
 -- An item waiting for its rate slot (see include/rate.lua) has the field
 -- wt and its member in its limit key's waiting indexes, rw:KEY (and rx:KEY
 -- while a change of limit lets them go); one waiting for a place under a
--- concurrency limit has the field cq and its member in cq:KEY. A script
+-- concurrency limit, or given one, has the field cq and its member in
+-- cq:KEY or cp:KEY. A script
 -- that takes a scheduled item out of sched calls waiting_of(h) with its
 -- reads, before its first write, since it reads the indexes, found while
 -- running: it returns the item's indexes, or nil when the item waits for
@@ -249,6 +267,7 @@ local function waiting_end(w, h, mem, keep)
   if keep then redis.call('HDEL', h, 'wt', 'cq') end
   if w.c then
     redis.call('ZREM', w.c.Q, mem)
+    redis.call('ZREM', w.c.P, mem)
     conc_promote(w.c)
   end
 end
