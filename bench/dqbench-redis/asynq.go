@@ -34,13 +34,23 @@ func (r *redisRun) asynqClients() (*redis.Client, *asynq.Client) {
 
 // asynqServer starts an asynq server with -consumers workers on queue.
 func (r *redisRun) asynqServer(rc *redis.Client, queue string, h asynq.HandlerFunc) (*asynq.Server, error) {
-	srv := asynq.NewServerFromRedisClient(rc, asynq.Config{
+	return r.asynqServerWith(rc, queue, h, nil)
+}
+
+// asynqServerWith is asynqServer with set (if not nil) changing the
+// configuration first.
+func (r *redisRun) asynqServerWith(rc *redis.Client, queue string, h asynq.HandlerFunc, set func(*asynq.Config)) (*asynq.Server, error) {
+	cfg := asynq.Config{
 		Concurrency:              r.o.consumers,
 		Queues:                   map[string]int{queue: 1},
 		LogLevel:                 asynq.FatalLevel,
 		DelayedTaskCheckInterval: r.o.asynqCheck,
 		ShutdownTimeout:          5 * time.Second,
-	})
+	}
+	if set != nil {
+		set(&cfg)
+	}
+	srv := asynq.NewServerFromRedisClient(rc, cfg)
 	return srv, srv.Start(h)
 }
 

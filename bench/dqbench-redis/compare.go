@@ -24,6 +24,7 @@ func writeRedisSections(w io.Writer, o *options, rs []report.Result) {
 	}
 	writeJobs(w, o, rs)
 	writeVersus(w, o, rs)
+	writeLimits(w, o, rs)
 }
 
 // writeJobs prints -impl worker-mux and worker-retain against -impl

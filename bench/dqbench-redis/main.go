@@ -55,6 +55,27 @@
 // phase alone; -mode burst is refused (a million-item burst over one second
 // is not a Redis workload). -redis-items 0 or -idle 0 skip those phases.
 //
+// -mode limits measures what flow control costs (rate limits and
+// concurrency limits, redisq.Queue.SetRateLimit and SetConcurrencyLimit),
+// with -impl worker (a redisq.Worker), redis (the Take loops of -batch)
+// and asynq: rows of the same load, -rate items/s for -duration due at
+// once, handled by -consumers handlers that each hold an item -hold: an
+// unlimited queue (the baseline); a rate limit of -limit-rate per second
+// (half of -rate unless given) on the one limit key all items carry, so
+// that the limiter is at its limit throughout; -limit-keys keys
+// (default 1,000) with concurrency 1 each, items round-robin over them;
+// and the same keys in runs of -limit-run consecutive items (0 skips the
+// row), so that items wait for a place. asynq runs the unlimited row and
+// its wiki's rate-limit pattern (golang.org/x/time/rate in the handler,
+// per process); it has no per-key concurrency limit. It ends with a table
+// of each row's server CPU per item over the unlimited redisq row's and
+// over that of the unlimited row of its consumers (target, the
+// flow-control issue: within 1.5x), the starts per second,
+// the most starts in any second (never above the rate limit) and the
+// lateness of starts from their rate slot (see limits.go):
+//
+//	go run ./bench/dqbench-redis -mode limits -impl worker,asynq -redis 127.0.0.1:6379 -rate 1000 -duration 5s
+//
 // -impl partitioned measures the capacity of a redisq.Partitioned queue
 // on a Redis Cluster of M masters: the server main-thread CPU per item of
 // the busiest master (INFO cpu used_cpu_sys_main_thread +
@@ -104,6 +125,10 @@ type options struct {
 	asynqCheck time.Duration
 	wakeCap    time.Duration
 
+	// -mode limits
+	limitRate, limitKeys, limitRun int
+	hold                           time.Duration
+
 	// -impl partitioned
 	localCluster int
 	clusterAddrs string
@@ -113,7 +138,7 @@ type options struct {
 func main() {
 	o := options{Output: report.Output{Command: "dqbench-redis"}}
 	flag.StringVar(&o.impl, "impl", "redis", "implementation: any of redis (redisq's Take loops), worker (redisq.Worker), worker-mux and worker-retain (a Worker over a Mux of 3 typed kinds, without and with Retention: steady phase only) and asynq at -redis (comma-separated: phase by phase, then compared); or partitioned (redisq.Partitioned's capacity on a Redis Cluster: -local-cluster or -cluster)")
-	flag.StringVar(&o.mode, "mode", "steady", "steady: the backlog, idle and steady phases; idle: the idle phase alone")
+	flag.StringVar(&o.mode, "mode", "steady", "steady: the backlog, idle and steady phases; idle: the idle phase alone; limits: the cost of rate and concurrency limits against an unlimited queue (-impl worker, redis, asynq)")
 	flag.IntVar(&o.producers, "producers", 1, "steady: enqueueing goroutines (backlog: 8 unless given)")
 	flag.IntVar(&o.consumers, "consumers", 4, "consuming goroutines; the Worker's and asynq's Concurrency")
 	flag.IntVar(&o.batch, "batch", 1, "items per take: 1: Take+Ack, 0: AckTake, more: TakeBatch max, with AckMany (at most 1000)")
@@ -129,6 +154,10 @@ func main() {
 	flag.DurationVar(&o.delayMax, "delay-max", 0, "steady: when > -delay, each item's delay is uniform in [-delay, -delay-max]")
 	flag.DurationVar(&o.asynqCheck, "asynq-check", 0, "-impl asynq: asynq.Config.DelayedTaskCheckInterval (0: asynq's default, 5s)")
 	flag.DurationVar(&o.wakeCap, "wake-cap", time.Second, "-impl redis: redisq.WithWakeCap in the idle phase (the other phases use redisq's default)")
+	flag.IntVar(&o.limitRate, "limit-rate", 0, "-mode limits: the rate limit's N per second, below -rate (0: half of -rate)")
+	flag.IntVar(&o.limitKeys, "limit-keys", 1000, "-mode limits: limit keys with concurrency 1 each")
+	flag.IntVar(&o.limitRun, "limit-run", 8, "-mode limits: the conc-runs row's consecutive items per key (0 skips the row)")
+	flag.DurationVar(&o.hold, "hold", time.Millisecond, "-mode limits: how long each handler holds its item")
 	flag.IntVar(&o.localCluster, "local-cluster", 0, "-impl partitioned: start a local Redis Cluster of this many masters (>= 3; redis-server and redis-cli on PATH) and close it at the end")
 	flag.StringVar(&o.clusterAddrs, "cluster", "", "-impl partitioned: measure on this Redis Cluster (comma-separated host:port of its nodes; its masters must serve nothing else meanwhile)")
 	flag.IntVar(&o.rounds, "rounds", 3, "-impl partitioned: rounds; each configuration is reported by its median round")

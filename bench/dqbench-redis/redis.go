@@ -68,8 +68,12 @@ func (o *options) checkRedis() error {
 	}
 	switch o.mode {
 	case "steady", "idle":
+	case "limits":
+		if err := o.checkLimits(); err != nil {
+			return err
+		}
 	case "burst":
-		return fmt.Errorf("-impl redis: -mode burst is not supported (a million items over one second is not a Redis workload); use -mode steady (lateness at -rate, plus the backlog and idle phases) or -mode idle")
+		return fmt.Errorf("-impl redis: -mode burst is not supported (a million items over one second is not a Redis workload); use -mode steady (lateness at -rate, plus the backlog and idle phases), -mode idle or -mode limits")
 	default:
 		return fmt.Errorf("unknown -mode %q", o.mode)
 	}
@@ -101,6 +105,9 @@ func (o *options) redisTitle() string {
 	idle := fmt.Sprintf("idle: %d consumers blocked for %v, head 1h away, wake cap %v", o.consumers, o.idleFor, o.wakeCap)
 	if o.mode == "idle" {
 		return "redis " + idle
+	}
+	if o.mode == "limits" {
+		return o.limitsTitle()
 	}
 	var ph []string
 	if o.redisItems > 0 {
@@ -176,12 +183,17 @@ func runRedis(o *options, meta *report.Meta) ([]report.Result, error) {
 	if o.mode == "steady" && o.redisItems > 0 {
 		add(map[string]func() ([]report.Result, error){"redis": run.backlog, "worker": one(run.workerBacklog), "asynq": run.asynqBacklog})
 	}
-	if o.idleFor > 0 || o.mode == "idle" {
+	if (o.idleFor > 0 && o.mode != "limits") || o.mode == "idle" {
 		add(map[string]func() ([]report.Result, error){"redis": one(run.idle), "worker": one(run.workerIdle), "asynq": run.asynqIdle})
 	}
 	if o.mode == "steady" {
 		add(map[string]func() ([]report.Result, error){"redis": one(run.steady), "worker": one(run.workerSteady), "asynq": run.asynqSteady,
 			"worker-mux": one(run.workerMuxSteady), "worker-retain": one(run.workerRetainSteady)})
+	}
+	if o.mode == "limits" {
+		for _, f := range run.limitsPhases() {
+			phases = append(phases, phase{"", f})
+		}
 	}
 	var rs []report.Result
 	for _, ph := range phases {

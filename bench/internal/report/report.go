@@ -87,7 +87,20 @@ type Result struct {
 	// KeptBytesPerItem is the used_memory that purging the kept items
 	// freed, per kept item.
 	KeptBytesPerItem float64 `json:"kept_bytes_per_item,omitempty"`
-	Note             string  `json:"note,omitempty"`
+	// dqbench-redis -mode limits: the row's limit (described), its rate
+	// limit's N per second (0: none), the starts per second after the
+	// first second, the most starts in any second, the items that waited
+	// for a rate slot or a place (asynq: tasks retried at least once),
+	// handler calls per handled item, and the most items of one limit key
+	// held at once by the handlers.
+	Limit        string  `json:"limit,omitempty"`
+	LimitN       int     `json:"limit_n,omitempty"`
+	StartRate    float64 `json:"starts_per_second,omitempty"`
+	MaxPerWindow int     `json:"max_starts_per_second,omitempty"`
+	Waited       int     `json:"waited,omitempty"`
+	Attempts     float64 `json:"calls_per_item,omitempty"`
+	MaxPerKey    int     `json:"max_held_per_key,omitempty"`
+	Note         string  `json:"note,omitempty"`
 }
 
 // Percentiles of lateness, in nanoseconds.

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dq-go/delayqueue/bench/internal/cmdtest"
+	"github.com/dq-go/delayqueue/bench/internal/report"
+	"github.com/dq-go/delayqueue/redisq/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// A short -mode limits run of the Worker beside asynq: every row handles
+// every item once, the rate-limited rows never start more than the limit
+// in any second (redisq's by Redis TIME), the concurrency rows never hold
+// two items of a key at once and the runs of one key wait for their
+// place, the table prints its rows and ratios, and no key is left behind.
+func TestLimitsMode(t *testing.T) {
+	srv := redistest.New(t)
+	js := filepath.Join(t.TempDir(), "out.json")
+	// 200 items at 200/s, a limit of 100/s; each item held 10ms, so that
+	// the items of a run of 8 (5ms apart) come due while the key's place
+	// is taken.
+	status, stdout, stderr := cmdtest.Run(t, "-mode", "limits", "-impl", "worker,asynq", "-redis", srv.Addr,
+		"-rate", "200", "-duration", "1s", "-limit-rate", "100", "-hold", "10ms", "-asynq-check", "1s",
+		"-quiet", "-hist=false", "-json", js)
+	if status != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", status, stdout, stderr)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]report.Result{}
+	for _, r := range rep.Results {
+		by[r.Name] = r
+	}
+	rows := []string{"worker/unlimited", "asynq/unlimited", "worker/rate", "asynq/rate", "worker/conc", "worker/conc-runs"}
+	for _, name := range rows {
+		r, ok := by[name]
+		if !ok {
+			t.Fatalf("no result %q in %+v", name, rep.Results)
+		}
+		if r.Mode != "limits" || r.Items != 200 || r.Delivered != 200 || r.Duplicates != 0 || r.Early != 0 {
+			t.Errorf("%s: mode %q, items %d, delivered %d, duplicates %d, early %d; want limits, 200, 200, 0, 0",
+				name, r.Mode, r.Items, r.Delivered, r.Duplicates, r.Early)
+		}
+		if r.ServerCmdsPerItem <= 0 || r.ServerCPUPerItemNs <= 0 || r.StartRate <= 0 {
+			t.Errorf("%s: server commands %v, CPU %v, starts/s %v per item; want all > 0", name, r.ServerCmdsPerItem, r.ServerCPUPerItemNs, r.StartRate)
+		}
+	}
+	if len(rep.Results) != len(rows) {
+		t.Errorf("%d results, want %d: %+v", len(rep.Results), len(rows), rep.Results)
+	}
+	if _, ok := by["asynq/conc"]; ok {
+		t.Errorf("an asynq row for a concurrency limit, which asynq lacks")
+	}
+	// The rate-limited row: never above its limit in any second, at about
+	// the limit after the first second, most items having waited.
+	r := by["worker/rate"]
+	if r.LimitN != 100 || r.MaxPerWindow <= 0 || r.MaxPerWindow > r.LimitN {
+		t.Errorf("worker/rate: at most %d starts in a second under a limit of %d; want 1 to 100", r.MaxPerWindow, r.LimitN)
+	}
+	if r.StartRate > 1.1*float64(r.LimitN) || r.Waited < 50 {
+		t.Errorf("worker/rate: %v starts/s, %d items waited; want at most 110/s and at least 50", r.StartRate, r.Waited)
+	}
+	for _, name := range []string{"worker/conc", "worker/conc-runs"} {
+		if r := by[name]; r.MaxPerKey != 1 {
+			t.Errorf("%s: at most %d items of one key held at once, want 1", name, r.MaxPerKey)
+		}
+	}
+	if r := by["worker/conc-runs"]; r.Waited == 0 {
+		t.Errorf("worker/conc-runs: no item waited for a place")
+	}
+	if r := by["asynq/rate"]; r.Attempts < 1 {
+		t.Errorf("asynq/rate: %v handler calls per task, want >= 1", r.Attempts)
+	}
+	for _, want := range []string{"server CPU/item", "/ redisq unlimited", "worker/rate ", "worker/conc-runs ",
+		"asynq has no per-key concurrency limit", "target (flow-control issue): limited rows within 1.5x the server CPU per item of the unlimited row of the same consumers: worker/rate "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	if keys, err := c.Keys(context.Background(), "*dqbench-*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("keys left: %v (%v)", keys, err)
+	}
+}
+
+// -mode limits takes worker, redis and asynq, and a rate limit below -rate.
+func TestLimitsFlagsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		impl      string
+		limitRate int
+		ok        bool
+	}{
+		{"worker,asynq", 0, true},
+		{"redis,worker", 500, true},
+		{"worker-mux", 0, false},
+		{"worker", 1000, false},
+	} {
+		o := &options{impl: tc.impl, mode: "limits", producers: 1, consumers: 4, rate: 1000, duration: 1e9, wakeCap: 1e9,
+			limitRate: tc.limitRate, limitKeys: 1000, limitRun: 8}
+		if err := o.check(); (err == nil) != tc.ok {
+			t.Errorf("-impl %s -limit-rate %d: check = %v", tc.impl, tc.limitRate, err)
+		}
+	}
+}
