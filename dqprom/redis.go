@@ -83,6 +83,8 @@ var redisCounters = []struct {
 		func(c *redisq.StatsCounters) int64 { return c.Requeued }},
 	{queueDesc("redisq_deleted_total", "Items deleted by DeleteDead, DeleteAllDead and Purge."),
 		func(c *redisq.StatsCounters) int64 { return c.Deleted }},
+	{queueDesc("redisq_skipped_total", "Recurring occurrences deleted unstarted by their registration's Overlap or CatchUpWindow."),
+		func(c *redisq.StatsCounters) int64 { return c.Skipped }},
 }
 
 // constMetric is prometheus.NewConstMetric, with an error (a bug: label

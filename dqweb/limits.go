@@ -72,12 +72,12 @@ type concRow struct {
 	// Taken counts the places taken: the items leased and those given a
 	// place, due, not yet leased. Removing: a removal of the limit did
 	// not end (dqctl concurrency-limit KEY none ends it).
-	Taken    int
-	Removing bool
-	Full                   bool
-	Edit                   limitForm
-	Remove                 actionForm
-	HasActions             bool
+	Taken      int
+	Removing   bool
+	Full       bool
+	Edit       limitForm
+	Remove     actionForm
+	HasActions bool
 }
 
 // keyRow is a limit key as shown: escaped like ids; "" is the items

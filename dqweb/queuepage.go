@@ -409,6 +409,7 @@ func (h *handler) summary(ctx context.Context, q redisq.Admin, d *queueData) err
 		{"rescheduled", "items rescheduled, or replaced by Schedule", c.Rescheduled, rv.Rescheduled},
 		{"requeued", "dead items requeued", c.Requeued, rv.Requeued},
 		{"deleted", "items deleted by DeleteDead, DeleteAllDead or Purge", c.Deleted, rv.Deleted},
+		{"skipped", "recurring occurrences skipped by their Overlap or CatchUpWindow", c.Skipped, rv.Skipped},
 	}
 	return nil
 }

@@ -25,9 +25,10 @@ import (
 //	                           enqueued (ms), id its item's id, pv the one
 //	                           enqueued before it, end "1" when the series
 //	                           ended, rq/rr the last Register request id
-//	                           and its reply; op, run, sk, ls, lw the
+//	                           and its reply; op, sk, ls, lw the
 //	                           occurrence policy and its skips (see
-//	                           recurring_policy.go)
+//	                           recurring_policy.go; {dq:NAME}:rn:REG holds
+//	                           the occurrences running under Overlap)
 //	{dq:NAME}:recs     zset    the registrations' names (score 0: by name)
 //	{dq:NAME}:recx     stream  the change feed: an entry per registration
 //	                           created, changed or removed (MAXLEN 100), on

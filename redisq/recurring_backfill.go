@@ -25,9 +25,10 @@ type BackfillResult struct {
 }
 
 // Backfill runs again the past occurrences of registration name in
-// [from, to): those before its latest occurrence enqueued (the watermark,
-// Registration.Enqueued), which the series has passed, whether they ran,
-// were skipped or were missed. The item of each is enqueued due now, in
+// [from, to): those that have come (by the Redis clock) and are before
+// its latest occurrence enqueued (the watermark, Registration.Enqueued),
+// which the series has passed, whether they ran, were skipped or were
+// missed; from 1970 on. The item of each is enqueued due now, in
 // the order of the occurrences, with the registration's payload and Job,
 // under its own OccurrenceID; an occurrence whose item exists is left as
 // it is, so Backfill can be called again safely. The occurrence policies
@@ -48,7 +49,7 @@ func (q *Queue) Backfill(ctx context.Context, name string, from, to time.Time) (
 	if q.isClosed() {
 		return BackfillResult{}, ErrClosed
 	}
-	_, row, ok, err := q.db.RecGet(ctx, name)
+	now, row, ok, err := q.db.RecGet(ctx, name)
 	if err != nil {
 		return BackfillResult{}, err
 	}
@@ -59,10 +60,13 @@ func (q *Queue) Backfill(ctx context.Context, name string, from, to time.Time) (
 	if err != nil {
 		return BackfillResult{}, fmt.Errorf("redisq: Backfill %q: its schedule %q: %w", name, row.Spec, err)
 	}
-	// The occurrences in [from, to) before the watermark.
-	end := min(dueMS(to), row.At)
+	// The occurrences in [from, to) before the watermark that have come
+	// (the watermark may be ahead, FirstAt), from 1970 on: a zero from
+	// would start where a Schedule's zero time means none.
+	end := min(dueMS(to), row.At, now+1)
+	start := max(dueMS(from), 0)
 	var occ []rdb.Occurrence
-	for c, ok, err := nextOccurrence(sched, dueMS(from)-1); ok || err != nil; c, ok, err = nextOccurrence(sched, c) {
+	for c, ok, err := nextOccurrence(sched, start-1); ok || err != nil; c, ok, err = nextOccurrence(sched, c) {
 		if err != nil {
 			return BackfillResult{}, err
 		}

@@ -358,19 +358,29 @@ func (k *keeper) advance(ctx context.Context, r *keptReg) (done, changed bool, e
 // come, at Redis time now: the next one if it has not come yet; else up to
 // r.catchUp missed ones, oldest first, then the first after now, skipping
 // the rest (skip is the first of them, which the script checks has come).
-// Missed ones more than r.window before now are skipped too.
+// Missed ones due more than r.window before now are skipped too.
 // end: the schedule has no occurrence after the last one planned.
 func (k *keeper) plan(r *keptReg, now int64) (occ []int64, skip int64, hasSkip, end bool, err error) {
 	c, ok, err := nextOccurrence(r.sched, r.at)
 	if err != nil || !ok {
 		return nil, 0, false, !ok, err
 	}
-	if r.window > 0 && c < now-r.window {
-		// Older than the catch-up window: go on from the first one in it
-		// (found in one step, however many were missed).
+	if r.window > 0 && occurrenceDue(r.sched, r.name, c) < now-r.window {
+		// Due before the catch-up window: go on from the first one due in
+		// it (found in a few steps, however many were missed: from the
+		// first that its jitter could make due in it).
 		skip, hasSkip = c, true
-		if c, ok, err = nextOccurrence(r.sched, now-r.window-1); err != nil || !ok {
+		from := now - r.window - 1
+		if j, ok := r.sched.(Jittered); ok {
+			from -= j.Max.Milliseconds()
+		}
+		if c, ok, err = nextOccurrence(r.sched, max(from, r.at)); err != nil || !ok {
 			return nil, skip, true, !ok, err
+		}
+		for c <= now && occurrenceDue(r.sched, r.name, c) < now-r.window {
+			if c, ok, err = nextOccurrence(r.sched, c); err != nil || !ok {
+				return nil, skip, true, !ok, err
+			}
 		}
 	}
 	for c <= now && len(occ) < r.catchUp {

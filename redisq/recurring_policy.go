@@ -23,7 +23,7 @@ const (
 	// one.
 	OverlapAllow OverlapPolicy = iota
 	// OverlapSkip: the occurrence is skipped (deleted unstarted, counted in
-	// Registration.Skipped) if, when a consumer claims it, an earlier
+	// Registration.Skipped) if, when a consumer claims it, another
 	// occurrence of the registration is leased and its lease is live.
 	OverlapSkip
 )
@@ -49,18 +49,20 @@ const (
 	SkipLate SkipReason = "late"
 )
 
-// Overlap sets what becomes of an occurrence that comes due while an
-// earlier occurrence of the registration still runs: with OverlapSkip, a
-// consumer that claims it while an earlier one is leased (its lease live:
+// Overlap sets what becomes of an occurrence that comes due while another
+// occurrence of the registration still runs: with OverlapSkip, a consumer
+// that claims it while another one is leased (any attempt, its lease live:
 // a consumer that died holding it stops counting when the lease expires)
 // deletes it unstarted instead, and the registration counts it
 // (Registration.Skipped). The check is made at the occurrence's first
 // claim, in the claim's script, so it is exact whatever the number of
 // consumers; a retry of an occurrence is not skipped, and an occurrence
-// that waits for its retry is not running. An extra run (RunNow), a
-// backfilled occurrence (Backfill), or an occurrence an operator moved
-// (RunNow, Reschedule, Schedule, a requeue of a dead one) is not subject
-// to it. It panics on a policy it does not know.
+// that waits for its retry is not running. An occurrence of the policy
+// counts as running whoever runs it; an extra run (RunNow), a backfilled
+// occurrence (Backfill), or an occurrence an operator moved (RunNow,
+// Reschedule, Schedule, a requeue of a dead one) is not subject to it and
+// does not count. A change of the policy (Register) applies to the
+// occurrences enqueued after it. It panics on a policy it does not know.
 func Overlap(p OverlapPolicy) RegisterOption {
 	if p != OverlapAllow && p != OverlapSkip {
 		panic(fmt.Sprintf("redisq: Overlap(%d): not a policy", int(p)))
@@ -74,7 +76,9 @@ func Overlap(p OverlapPolicy) RegisterOption {
 // counts it (Registration.Skipped, SkipLate). When it became due is its
 // score in the schedule: the occurrence (with its Jitter), or the slot or
 // place a rate or concurrency limit gave it. The check is made at the
-// first claim, like Overlap's; retries are not skipped.
+// first claim, like Overlap's; retries are not skipped, and an occurrence
+// released unstarted (a Worker stopping) is checked again when it is
+// claimed again.
 //
 // It also bounds the catch-up of the keepers: when they were all down, the
 // first one back enqueues the missed occurrences of the last d only
@@ -105,7 +109,11 @@ func (p occPolicy) text() string {
 		o = "1"
 	}
 	if p.window > 0 {
-		w = strconv.FormatInt((p.window + time.Millisecond - 1).Milliseconds(), 10)
+		ms := p.window / time.Millisecond // rounded up, without overflow
+		if p.window%time.Millisecond != 0 {
+			ms++
+		}
+		w = strconv.FormatInt(int64(ms), 10)
 	}
 	return o + "," + w
 }

@@ -3,6 +3,8 @@ package redisq
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -333,4 +335,129 @@ func TestBackfillPages(t *testing.T) {
 		require.Equal(t, OccurrenceID("m", from.Add(time.Duration(i)*time.Minute)), it.ID, fmt.Sprint(i))
 	}
 	audit(t, q)
+}
+
+// Under OverlapSkip a retry counts as running: an occurrence due while
+// an earlier one's retry is leased is skipped, even after a later
+// occurrence that started meanwhile was acked.
+func TestOverlapSkipRunningRetry(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "overlap-retry")
+	ids := missed(t, q, "r", 1, Overlap(OverlapSkip))
+	got, ms := takeIDs(t, q, 1)
+	require.Equal(t, ids[:1], got)
+	require.NoError(t, ms[0].NackAfter(ctx, 0)) // A waits for its retry: not running
+	got, ms = takeIDs(t, q, 1)
+	require.Equal(t, ids[1:2], got, "B runs while A waits for its retry")
+	b := ms[0]
+	got, ms = takeIDs(t, q, 1)
+	require.Equal(t, ids[:1], got, "A's retry starts: retries are never skipped")
+	retry := ms[0]
+	require.NoError(t, b.Ack(ctx))
+	pend := occurrenceAt(t, q, "r", -time.Minute)
+	got, _ = takeIDs(t, q, 10)
+	require.Empty(t, got, "%s overlaps A's retry", pend)
+	r, err := q.Registration(ctx, "r")
+	require.NoError(t, err)
+	require.Equal(t, pend, r.LastSkipped)
+	require.NoError(t, retry.Ack(ctx))
+	audit(t, q)
+}
+
+// The largest window is stored as it is (no overflow that would drop the
+// policy), so Overlap still holds.
+func TestCatchUpWindowHuge(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "window-huge")
+	ids := missed(t, q, "h", 1, Overlap(OverlapSkip), CatchUpWindow(time.Duration(math.MaxInt64)))
+	r, err := q.Registration(ctx, "h")
+	require.NoError(t, err)
+	require.Equal(t, time.Duration(math.MaxInt64).Truncate(time.Millisecond)+time.Millisecond, r.CatchUpWindow)
+	got, ms := takeIDs(t, q, 10)
+	require.Equal(t, ids[:1], got, "under OverlapSkip only the first of the due occurrences runs")
+	require.Empty(t, errsOf(q.AckMany(ctx, ms)))
+}
+
+// The keeper's catch-up window is measured from when an occurrence is
+// due, its jitter included: one whose jittered item is not even due yet
+// is not dropped.
+func TestKeeperPlanWindowJitter(t *testing.T) {
+	sched := Jitter(Every(time.Hour), 50*time.Minute)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	occ1 := t0 + time.Hour.Milliseconds()
+	now := t0 + 90*time.Minute.Milliseconds()
+	name := ""
+	for i := 0; name == ""; i++ {
+		if n := "j" + strconv.Itoa(i); occurrenceDue(sched, n, occ1) > now {
+			name = n
+		}
+	}
+	k := &keeper{}
+	occ, _, _, _, err := k.plan(&keptReg{name: name, sched: sched, catchUp: MaxCatchUp, window: (10 * time.Minute).Milliseconds(), at: t0}, now)
+	require.NoError(t, err)
+	require.Contains(t, occ, occ1, "due after now, within any window")
+	// One due long before the window is dropped.
+	occ, skip, hasSkip, _, err := k.plan(&keptReg{name: name, sched: sched, catchUp: MaxCatchUp, window: (10 * time.Minute).Milliseconds(), at: t0 - 10*time.Hour.Milliseconds()}, now)
+	require.NoError(t, err)
+	require.True(t, hasSkip)
+	require.Less(t, skip, occ[0])
+	for _, o := range occ[:len(occ)-1] {
+		require.GreaterOrEqual(t, occurrenceDue(sched, name, o), now-(10*time.Minute).Milliseconds(), "%v kept", msTime(o))
+	}
+	// An occurrence after the window's start whose jittered item was due
+	// before it is dropped too: only the first after now is enqueued.
+	early := ""
+	for i := 0; early == ""; i++ {
+		if n := "e" + strconv.Itoa(i); occurrenceDue(sched, n, occ1) < now-(10*time.Minute).Milliseconds() {
+			early = n
+		}
+	}
+	occ, _, hasSkip, _, err = k.plan(&keptReg{name: early, sched: sched, catchUp: MaxCatchUp, window: (10 * time.Minute).Milliseconds(), at: t0 - 10*time.Hour.Milliseconds()}, now)
+	require.NoError(t, err)
+	require.True(t, hasSkip)
+	require.Equal(t, []int64{t0 + 2*time.Hour.Milliseconds()}, occ)
+}
+
+// Backfill enqueues no occurrence that has not come, even when the
+// watermark is ahead (FirstAt), and starts from 1970 at the earliest, so
+// a zero from is a range too large, not an empty one.
+func TestBackfillBounds(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "backfill-bounds")
+	now := redisNow(t, c)
+	_, err := q.Register(ctx, "f", Every(time.Hour), nil, FirstAt(now.Truncate(time.Hour).Add(5*time.Hour)))
+	require.NoError(t, err)
+	res, err := q.Backfill(ctx, "f", now.Add(-90*time.Minute), now.Add(10*time.Hour))
+	require.NoError(t, err)
+	want := 0
+	for o := Every(time.Hour).Next(now.Add(-90*time.Minute - time.Millisecond)); !o.After(now); o = o.Add(time.Hour) {
+		want++
+	}
+	require.Equal(t, want, res.Enqueued, "the occurrences of the last 90 minutes alone: %+v", res)
+	require.False(t, res.Last.After(redisNow(t, c)))
+	_, err = q.Backfill(ctx, "f", time.Time{}, now)
+	require.ErrorContains(t, err, "more than MaxBackfill")
+}
+
+// The skipped occurrences are a counter of Stats, and the counters still
+// add up: Enqueued == Acked + Cancelled + Deleted + Skipped + the items.
+func TestSkippedCounter(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "skipped-counter")
+	missed(t, q, "s", 2, Overlap(OverlapSkip))
+	_, ms := takeIDs(t, q, 10)
+	require.Len(t, ms, 1)
+	require.NoError(t, ms[0].Ack(ctx))
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, st.Skipped)
+	require.Equal(t, st.Enqueued, st.Acked+st.Cancelled+st.Deleted+st.Skipped+st.Scheduled+st.InFlight+st.Dead)
 }

@@ -10,8 +10,8 @@ import (
 // StatsCounters are a queue's event counters since it was created (or last
 // destroyed), kept in Redis by the scripts, so every process contributes to
 // the same figures. Each is zero until its event first happens. With no call
-// in progress, Enqueued == Acked + Cancelled + Deleted + Scheduled +
-// InFlight + Dead (Stats' state counts).
+// in progress, Enqueued == Acked + Cancelled + Deleted + Skipped +
+// Scheduled + InFlight + Dead (Stats' state counts).
 type StatsCounters struct {
 	Enqueued     int64 `json:"enqueued"`      // new items (Enqueue, EnqueueAfter, Schedule creating one)
 	Delivered    int64 `json:"delivered"`     // leases granted by Take/TakeBatch (redeliveries included)
@@ -23,6 +23,7 @@ type StatsCounters struct {
 	Rescheduled  int64 `json:"rescheduled"`   // Reschedule calls that moved an item, Schedule replacing one
 	Requeued     int64 `json:"requeued"`      // dead items revived by RequeueDead/RequeueAllDead
 	Deleted      int64 `json:"deleted"`       // items removed by DeleteDead, DeleteAllDead and Purge
+	Skipped      int64 `json:"skipped"`       // recurring occurrences deleted unstarted by their Overlap or CatchUpWindow
 }
 
 // counterFields maps the stats hash's field names to StatsCounters fields.
@@ -40,6 +41,7 @@ var counterFields = []struct {
 	{"rescheduled", func(c *StatsCounters) *int64 { return &c.Rescheduled }},
 	{"requeued", func(c *StatsCounters) *int64 { return &c.Requeued }},
 	{"deleted", func(c *StatsCounters) *int64 { return &c.Deleted }},
+	{"skipped", func(c *StatsCounters) *int64 { return &c.Skipped }},
 }
 
 func countersFrom(m map[string]int64) StatsCounters {

@@ -44,8 +44,9 @@ import "strconv"
 //	                           occurrence enqueued, ms), id its item, pv the
 //	                           one before, end, rn the last extra run, sn
 //	                           the last sighting, rq/rr; op the occurrence
-//	                           policy, run, sk, ls, lw (see
+//	                           policy, sk, ls, lw (see
 //	                           lua/include/occurrence.lua)
+//	{dq:NAME}:rn:REG   set     REG's occurrences running under Overlap
 //	{dq:NAME}:recs     zset    registration names (score 0)
 //	{dq:NAME}:recx     stream  change feed of the registrations (MAXLEN 100)
 //	{dq:NAME}:workers  zset    worker id -> heartbeat expiry (ms)

@@ -4,7 +4,8 @@
 -- registration's payload and job but not its occurrence policy, unless the
 -- item exists. Returns {1, now, enqueued, existing}; {0, now, g, at} when
 -- the registration is not at that generation (g 0: it is gone), or one of
--- the occurrences is not before its watermark at, and nothing is done.
+-- the occurrences is not before its watermark at or has not come, and
+-- nothing is done.
 --
 -- KEYS: sched, seq, wake, stats; the registration's hash and the item of
 --   each occurrence
@@ -16,7 +17,9 @@ local f = redis.call('HMGET', R, 'g', 'at')
 local now = now_ms()
 if not f[1] then return {0, now, 0, 0} end
 local k = (#ARGV - 3) / 2
-if tonumber(f[1]) ~= tonumber(ARGV[3]) or (k > 0 and tonumber(ARGV[2 + 2 * k]) >= tonumber(f[2])) then
+-- The occurrences are increasing: the last must be before the watermark
+-- and have come.
+if tonumber(f[1]) ~= tonumber(ARGV[3]) or (k > 0 and (tonumber(ARGV[2 + 2 * k]) >= tonumber(f[2]) or tonumber(ARGV[2 + 2 * k]) > now)) then
   return {0, now, tonumber(f[1]), tonumber(f[2])}
 end
 local ex = {}

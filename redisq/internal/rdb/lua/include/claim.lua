@@ -88,7 +88,13 @@ if k > 0 then
     local f = redis.call('HMGET', mp .. id, 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk', 'wt', 'cq', 'op')
     fs[i] = f
     local why, occ, ov = nil, nil, false
-    if f[12] and (tonumber(f[2]) or 0) == 0 then why, occ, ov = occ_check(f[12], id, tonumber(sch[2 * i]), now) end
+    if f[12] then
+      local overlap, window, r = occ_read(f[12], id, now)
+      if r then
+        if (tonumber(f[2]) or 0) == 0 then why = occ_skip(overlap, window, r, id, tonumber(sch[2 * i]), now) end
+        occ, ov = r, overlap
+      end
+    end
     local c = not why and qf[3] and conc_read(f[9] or '', now)
     local l = not why and qf[2] and rate_read(f[9] or '', nowus)
     -- The limits' keys that its lease or wait may write, read first.
@@ -116,7 +122,7 @@ if k > 0 then
       skip[i] = true
     else
       ok = ok + 1
-      if ov then occ_started(occ, id) end
+      if ov then occ_started(occ, id, dl) end
     end
     if ok == n then k = i; break end
   end
@@ -171,7 +177,7 @@ if k > 0 then
       occ_skipped(d.r, string.sub(mem, 18), d.why)
     end
   end
-  occ_write()
+  occ_write(now)
   if qf[2] then rate_write(now, frac) end
   if qf[3] then conc_write(sch, fs, k, skip, park, dl, now) end
 end

@@ -1,47 +1,67 @@
 -- Occurrence policies of recurring registrations (Overlap and
--- CatchUpWindow in recurring.go), which the claim applies to an
+-- CatchUpWindow in recurring_policy.go), which the claim applies to an
 -- occurrence's first start (attempts 0). An occurrence that a keeper
 -- enqueued for a registration with a policy has the field op, "O,W": O is
--- "1" when it is skipped while an earlier occurrence of its registration
+-- "1" when it is skipped while another occurrence of its registration
 -- runs (leased, the lease live), W the catch-up window in ms ("": none),
 -- past which a start is skipped: more than W after the item became due
 -- (its score: the occurrence, or the slot or place a limit gave it). A
 -- skipped occurrence is deleted unstarted; the registration's hash counts
 -- it (sk) and keeps the last one's id (ls) and why (lw: 'overlap' or
--- 'late'). Under Overlap, the hash keeps in run the id of the occurrence
--- that started last, and a start checks that item's lease.
+-- 'late').
 --
--- The registration's hash, and the item its run names, are found while
--- running: occ_check reads them, before the claim's first write.
+-- Under Overlap, {dq:NAME}:rn:REG is the set of the registration's
+-- occurrences leased (any attempt) and not yet settled: a start checks
+-- their leases, and drops those whose item is gone or settled. It expires
+-- a minute after the last lease added to it ends.
+--
+-- The registration's hash, its set and the items the set names are found
+-- while running: occ_read reads them, before the claim's first write.
 
 local OCC = {}
--- occ_check decides, for a due occurrence item id whose field op is op,
--- at now ms, whose score is score: it returns the reason it is skipped
--- ('overlap' or 'late') or nil, its registration's state (nil for an id
--- or op it does not know), and whether it is under Overlap. Reads only.
-local function occ_check(op, id, score, now)
+-- occ_read parses op, the policy of occurrence item id (nil when it is
+-- not one), and reads its registration's state at now ms: {R, RN,
+-- exists, live (another occurrence runs), stale (ids to drop), add (ids
+-- leased now), skips}. Returns overlap, window (ms or nil), state.
+local function occ_read(op, id, now)
   local o, w = string.match(op, '^(%d),(%d*)$')
   local name = string.match(id, '^rec:(.*)@[^@]*$')
-  if not o or not name then return nil, nil, false end
+  if not o or not name then return nil end
   local r = OCC[name]
   if not r then
-    local R = K_PREFIX .. 'rec:' .. name
-    local f = redis.call('HMGET', R, 'g', 'run')
-    r = {R = R, exists = f[1] ~= false, live = false, skips = 0}
-    if f[2] then
-      local it = redis.call('HMGET', ARGV[1] .. f[2], 'st', 'dl')
-      r.live = it[1] == 'l' and tonumber(it[2]) > now
-    end
+    r = {R = K_PREFIX .. 'rec:' .. name, RN = K_PREFIX .. 'rn:' .. name, live = {}, stale = {}, add = {}, skips = 0}
+    r.exists = redis.call('HEXISTS', r.R, 'g') == 1
     OCC[name] = r
   end
-  if w ~= '' and now - score > tonumber(w) then return 'late', r, false end
-  if o == '1' and r.live then return 'overlap', r, false end
-  return nil, r, o == '1'
+  if o == '1' and not r.read then
+    r.read = true
+    for _, x in ipairs(redis.call('SMEMBERS', r.RN)) do
+      local it = redis.call('HMGET', ARGV[1] .. x, 'st', 'dl')
+      if it[1] == 'l' and tonumber(it[2]) > now then
+        r.live[x] = true
+      elseif not it[1] or it[1] == 'c' or it[1] == 'd' then
+        r.stale[#r.stale + 1] = x
+      end
+    end
+  end
+  return o == '1', tonumber(w), r
 end
--- occ_started records that the claim leases occurrence id of r (its
--- occ_check state), under Overlap: the later ones of this claim see it run.
-local function occ_started(r, id)
-  r.live, r.run = true, id
+-- occ_skip decides whether the first start of occurrence id (its
+-- occ_read) at now, due since score, is skipped: 'late', 'overlap' or nil.
+local function occ_skip(overlap, window, r, id, score, now)
+  if window and now - score > window then return 'late' end
+  if overlap then
+    for x in pairs(r.live) do
+      if x ~= id then return 'overlap' end
+    end
+  end
+  return nil
+end
+-- occ_started records that the claim leases occurrence id of r, under
+-- Overlap: the later starts of this claim see it run.
+local function occ_started(r, id, dl)
+  r.live[id], r.add[#r.add + 1] = true, id
+  if not r.dl or dl > r.dl then r.dl = dl end
 end
 -- occ_skipped records a skip of occurrence id of r for why.
 local function occ_skipped(r, id, why)
@@ -49,16 +69,19 @@ local function occ_skipped(r, id, why)
   r.last, r.why = id, why
 end
 -- occ_write writes what occ_started and occ_skipped recorded.
-local function occ_write()
+local function occ_write(now)
   local n = 0
   for _, r in pairs(OCC) do
     n = n + r.skips
-    if r.exists then
-      if r.run then redis.call('HSET', r.R, 'run', r.run) end
-      if r.skips > 0 then
-        redis.call('HINCRBY', r.R, 'sk', r.skips)
-        redis.call('HSET', r.R, 'ls', r.last, 'lw', r.why)
-      end
+    if #r.stale > 0 then redis.call('SREM', r.RN, unpack(r.stale)) end
+    if #r.add > 0 then
+      redis.call('SADD', r.RN, unpack(r.add))
+      local ttl = r.dl - now + 60000
+      if redis.call('PTTL', r.RN) < ttl then redis.call('PEXPIRE', r.RN, ttl) end
+    end
+    if r.exists and r.skips > 0 then
+      redis.call('HINCRBY', r.R, 'sk', r.skips)
+      redis.call('HSET', r.R, 'ls', r.last, 'lw', r.why)
     end
   end
   if n > 0 then redis.call('HINCRBY', K_STATS, 'skipped', n) end
