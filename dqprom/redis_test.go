@@ -305,7 +305,10 @@ func TestRedisConcurrencyLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b", "c"} {
-		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, Job: redisq.Job{LimitKey: "acct\u202e"}}); err != nil {
+		// Due long ago: all three are due at the claim, which leases one
+		// and parks the others (an item due "now" is due at the next ms of
+		// Redis TIME, which the claim may precede).
+		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, At: time.Unix(1, 0), Job: redisq.Job{LimitKey: "acct\u202e"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -74,9 +74,11 @@ func ExampleNewMultiWorker() {
 		panic(err)
 	}
 	defer low.Close()
-	_, _ = low.EnqueueAfter(ctx, "digest:1", nil, 0)
-	_, _ = critical.EnqueueAfter(ctx, "refund:1", nil, 0)
-	_, _ = critical.EnqueueAfter(ctx, "refund:2", nil, 0)
+	// Due a minute ago: all three are due when the worker starts.
+	due := time.Now().Add(-time.Minute)
+	_ = low.Enqueue(ctx, "digest:1", nil, due)
+	_ = critical.Enqueue(ctx, "refund:1", nil, due)
+	_ = critical.Enqueue(ctx, "refund:2", nil, due)
 
 	handled := make(chan struct{}, 3)
 	w := redisq.NewMultiWorker(func(ctx context.Context, m *redisq.Message) error {

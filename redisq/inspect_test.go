@@ -237,6 +237,9 @@ func TestStatsFieldsAndLateness(t *testing.T) {
 	require.NoError(t, q.Enqueue(ctx, "3s", nil, now.Add(-3*time.Second)))
 	require.NoError(t, q.Enqueue(ctx, "2h", nil, now.Add(-2*time.Hour)))
 	require.NoError(t, q.Enqueue(ctx, "now", nil, now))
+	// "now" is due at now rounded up to the ms: wait for it, so that one
+	// claim takes all three.
+	untilRedisTime(t, c, ceilMS(now))
 	ms, err := q.TakeBatch(ctx, 3)
 	require.NoError(t, err)
 	require.Len(t, ms, 3)
@@ -349,6 +352,9 @@ func TestDueHistogram(t *testing.T) {
 	for id, d := range at {
 		require.NoError(t, q.Enqueue(ctx, id, nil, now.Add(d)))
 	}
+	// o2 is due at now rounded up to the ms: overdue once Redis TIME is
+	// there.
+	untilRedisTime(t, c, ceilMS(now))
 	h, err := q.DueHistogram(ctx, time.Minute, 3)
 	require.NoError(t, err)
 	require.Equal(t, time.Minute, h.Width)

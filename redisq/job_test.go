@@ -596,11 +596,14 @@ func TestRetentionReusedID(t *testing.T) {
 	q := newQueue(t, c, "reuse")
 	ctx := context.Background()
 	for id, keep := range map[string]time.Duration{"x": 20 * time.Millisecond, "y": time.Hour} {
-		_, err := q.Add(ctx, EnqueueItem{ID: id, Job: Job{Retention: keep}})
+		// Due long ago: both are due at the claim (an item due "now" is
+		// due at the next ms of Redis TIME, which the claim may precede).
+		_, err := q.Add(ctx, EnqueueItem{ID: id, At: time.Unix(1, 0), Job: Job{Retention: keep}})
 		require.NoError(t, err)
 	}
 	ms, err := q.TakeBatch(ctx, 2)
 	require.NoError(t, err)
+	require.Len(t, ms, 2)
 	require.NoError(t, errors.Join(q.AckMany(ctx, ms)...))
 	eventually(t, 20*time.Second, "x's retention ends", func() bool {
 		_, err := q.Get(ctx, "x")
@@ -620,13 +623,14 @@ func TestRetentionReusedID(t *testing.T) {
 	// page of at most ListBytes (1 MiB) after 2.
 	big := make([]byte, 600<<10)
 	for _, id := range []string{"r1", "r2", "r3"} {
-		_, err := q.Add(ctx, EnqueueItem{ID: id, Job: Job{Retention: time.Hour}})
+		_, err := q.Add(ctx, EnqueueItem{ID: id, At: time.Unix(1, 0), Job: Job{Retention: time.Hour}})
 		require.NoError(t, err)
 	}
 	_, err = q.Cancel(ctx, "x")
 	require.NoError(t, err)
 	ms, err = q.TakeBatch(ctx, 3)
 	require.NoError(t, err)
+	require.Len(t, ms, 3)
 	for _, m := range ms {
 		require.NoError(t, m.SetResult(big))
 	}
