@@ -103,3 +103,90 @@ func ExampleScheduleText() {
 	// true
 	// redisq: cron spec "0 9 * * *": location "CET" cannot be stored: the zone of that name has other offsets (2000-04: 7200 s, not 3600 s)
 }
+
+// Overlap: a sync that must not run twice at once. Its consumers were
+// down for three hours; back, a keeper enqueues two of the occurrences
+// missed (CatchUp(2)): the first claim runs the oldest and skips the
+// others, due with it, because it runs.
+func ExampleOverlap() {
+	q, done := exampleQueue("sync")
+	defer done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := time.Now().Truncate(time.Hour).Add(-3 * time.Hour)
+	_, err := q.Register(ctx, "sync", redisq.Every(time.Hour), nil,
+		redisq.FirstAt(first), redisq.CatchUp(2), redisq.Overlap(redisq.OverlapSkip))
+	if err != nil {
+		panic(err)
+	}
+	go func() { _ = q.KeepRecurring(ctx) }()
+	for st, _ := q.Stats(ctx); st.Scheduled < 4; st, _ = q.Stats(ctx) {
+		time.Sleep(10 * time.Millisecond) // the keeper catches up
+	}
+	ms, err := q.TakeBatch(ctx, 10)
+	if err != nil {
+		panic(err)
+	}
+	_, at, _ := redisq.Occurrence(ms[0].ID)
+	fmt.Println(len(ms), at.Equal(first))
+	r, _ := q.Registration(ctx, "sync")
+	fmt.Println(r.Overlap, r.Skipped, r.LastSkipReason)
+	// Output:
+	// 1 true
+	// skip 2 overlap
+}
+
+// CatchUpWindow: a reminder that is pointless when it would start over
+// half an hour late. Its occurrence two hours ago was never claimed (no
+// consumer ran): the first claim skips it.
+func ExampleCatchUpWindow() {
+	q, done := exampleQueue("reminders")
+	defer done()
+	ctx := context.Background()
+	_, err := q.Register(ctx, "standup", redisq.Every(time.Hour), nil,
+		redisq.FirstAt(time.Now().Truncate(time.Hour).Add(-2*time.Hour)), redisq.CatchUpWindow(30*time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = q.TakeBatch(tctx, 10)
+	fmt.Println(err)
+	r, _ := q.Registration(ctx, "standup")
+	fmt.Println(r.CatchUpWindow, r.Skipped, r.LastSkipReason)
+	// Output:
+	// context deadline exceeded
+	// 30m0s 1 late
+}
+
+// Backfill runs past occurrences again: here the reports of the last
+// three days, after a bug in them was fixed. They are due now, in order,
+// each under the id of its occurrence.
+func ExampleQueue_Backfill() {
+	q, done := exampleQueue("reports")
+	defer done()
+	ctx := context.Background()
+	if _, err := q.Register(ctx, "daily-report", redisq.Every(24*time.Hour), nil); err != nil {
+		panic(err)
+	}
+	r, _ := q.Registration(ctx, "daily-report") // its next occurrence: the next midnight UTC
+	res, err := q.Backfill(ctx, "daily-report", r.Enqueued.Add(-3*24*time.Hour), r.Enqueued)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Enqueued, res.Last.Sub(res.First))
+	for range 3 {
+		m, err := q.Take(ctx)
+		if err != nil {
+			panic(err)
+		}
+		_, at, _ := redisq.Occurrence(m.ID)
+		fmt.Println(r.Enqueued.Sub(at))
+		_ = m.Ack(ctx)
+	}
+	// Output:
+	// 3 48h0m0s
+	// 72h0m0s
+	// 48h0m0s
+	// 24h0m0s
+}
