@@ -93,15 +93,22 @@ func (q *Queue) RateLimitState(ctx context.Context, key string) (LimitState, err
 // RateLimits reads every limit set on the queue and its use, in no
 // particular order: one round trip per 100 keys.
 func (q *Queue) RateLimits(ctx context.Context) ([]LimitState, error) {
-	var all []LimitState
+	return allLimits(ctx, q.db.LimitKeys, q.rateLimitStates)
+}
+
+// allLimits reads the state of every key that scan pages through (a
+// limits hash, 100 keys a page) with read.
+func allLimits[S any](ctx context.Context, scan func(context.Context, uint64, int64) ([]string, uint64, error),
+	read func(context.Context, []string) ([]S, error)) ([]S, error) {
+	var all []S
 	var cursor uint64
 	for {
-		keys, next, err := q.db.LimitKeys(ctx, cursor, 100)
+		keys, next, err := scan(ctx, cursor, 100)
 		if err != nil {
 			return nil, err
 		}
 		if len(keys) > 0 {
-			st, err := q.rateLimitStates(ctx, keys)
+			st, err := read(ctx, keys)
 			if err != nil {
 				return nil, err
 			}
@@ -214,25 +221,7 @@ func (q *Queue) ConcurrencyLimitState(ctx context.Context, key string) (Concurre
 // ConcurrencyLimits reads every concurrency limit set on the queue and its
 // use, in no particular order: one round trip per 100 keys.
 func (q *Queue) ConcurrencyLimits(ctx context.Context) ([]ConcurrencyState, error) {
-	var all []ConcurrencyState
-	var cursor uint64
-	for {
-		keys, next, err := q.db.ConcKeys(ctx, cursor, 100)
-		if err != nil {
-			return nil, err
-		}
-		if len(keys) > 0 {
-			st, err := q.concStates(ctx, keys)
-			if err != nil {
-				return nil, err
-			}
-			all = append(all, st...)
-		}
-		if next == 0 {
-			return all, nil
-		}
-		cursor = next
-	}
+	return allLimits(ctx, q.db.ConcKeys, q.concStates)
 }
 
 func (q *Queue) concStates(ctx context.Context, keys []string) ([]ConcurrencyState, error) {
