@@ -479,3 +479,103 @@ func TestRateLimitLowered(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.WithinDuration(t, at[1].Add(lim.Per), waitingSlots(t, q, "n")[0], 2*time.Millisecond)
 }
+
+// A claim later than its item's slot moves the slot of the waiting item
+// whose room it takes: that item's turn comes a period after the claim,
+// not a period after the slot, so it does not come due into a full window
+// and wait again (a claim for nothing). The order is kept.
+func TestRateLimitSuccessorFollowsLateClaim(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "rate-successor")
+	lim := RateLimit{N: 2, Per: time.Second}
+	require.NoError(t, q.SetRateLimit(ctx, "k", lim))
+	for i := range 6 {
+		_, err := q.Add(ctx, EnqueueItem{ID: fmt.Sprintf("r%d", i), At: time.Unix(1, 0), Job: Job{LimitKey: "k"}})
+		require.NoError(t, err)
+	}
+	ids, _ := takeIDs(t, q, 10)
+	require.Equal(t, []string{"r0", "r1"}, ids)
+	slots := waitingSlots(t, q, "r2", "r3", "r4", "r5")
+	// r2 is claimed 300 ms after its slot.
+	untilRedisTime(t, c, slots[0].Add(300*time.Millisecond))
+	ids, ms := takeIDs(t, q, 10)
+	require.Equal(t, []string{"r2"}, ids)
+	after := waitingSlots(t, q, "r3", "r4", "r5")
+	require.Equal(t, slots[1], after[0], "r3 takes a room that was free already")
+	require.False(t, after[1].Before(ms[0].ClaimedAt.Add(lim.Per)), "r4's slot %v, before r2's claim %v + Per", after[1], ms[0].ClaimedAt)
+	require.True(t, after[1].After(slots[2]), "r4 moved")
+	require.False(t, after[2].Before(after[1]), "the order is kept")
+	audit(t, q)
+}
+
+// A fast limit (more than 100 per second) gives its waiting items slots
+// at the ends of 10 ms intervals, so that they come due and are claimed in
+// groups; never earlier than one per Per/N would, and never more than N
+// claims in any Per.
+func TestRateLimitFastGroups(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "rate-fast")
+	lim := RateLimit{N: 200, Per: time.Second}
+	require.NoError(t, q.SetRateLimit(ctx, "k", lim))
+	items := make([]EnqueueItem, 500)
+	for i := range items {
+		items[i] = EnqueueItem{ID: fmt.Sprintf("f%03d", i), At: time.Unix(1, 0), Job: Job{LimitKey: "k"}}
+	}
+	_, err := q.EnqueueMany(ctx, items)
+	require.NoError(t, err)
+	var claimed []time.Time
+	waited := 0
+	for len(claimed) < len(items) {
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ms, err := q.TakeBatch(tctx, 100)
+		cancel()
+		require.NoError(t, err)
+		for _, m := range ms {
+			claimed = append(claimed, m.ClaimedAt)
+			if m.Due.After(time.Unix(1, 0)) {
+				waited++
+				require.Zero(t, m.Due.UnixMilli()%10, "%s due %v: not at a 10 ms boundary", m.ID, m.Due)
+			}
+		}
+		require.Empty(t, errors.Join(q.AckMany(ctx, ms)...))
+	}
+	require.Equal(t, 300, waited)
+	slices.SortFunc(claimed, func(a, b time.Time) int { return a.Compare(b) })
+	for i := lim.N; i < len(claimed); i++ {
+		require.GreaterOrEqual(t, claimed[i].Sub(claimed[i-lim.N]), lim.Per, "claims %d and %d within a period", i-lim.N, i)
+	}
+	// The limiter keeps up: the 300 that waited go one per Per/N after the
+	// first period (a bound generous enough for a loaded machine).
+	require.Less(t, claimed[len(claimed)-1].Sub(claimed[0]), lim.Per+300*lim.Per/time.Duration(lim.N)+time.Second)
+	audit(t, q)
+}
+
+// A claim so late that its successor's room would come after the next
+// waiting item's slot leaves the successor in place: the order is kept
+// (the successor waits again if it must).
+func TestRateLimitSuccessorKeepsOrder(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "rate-successor-order")
+	require.NoError(t, q.SetRateLimit(ctx, "k", RateLimit{N: 2, Per: time.Second}))
+	for i := range 6 {
+		_, err := q.Add(ctx, EnqueueItem{ID: fmt.Sprintf("r%d", i), At: time.Unix(1, 0), Job: Job{LimitKey: "k"}})
+		require.NoError(t, err)
+	}
+	ids, _ := takeIDs(t, q, 10)
+	require.Equal(t, []string{"r0", "r1"}, ids)
+	slots := waitingSlots(t, q, "r2", "r3", "r4", "r5")
+	// r2 is claimed alone 700 ms after its slot, more than the 500 ms
+	// between slots: r4, whose room it takes, would go after r5.
+	untilRedisTime(t, c, slots[0].Add(700*time.Millisecond))
+	ids, _ = takeIDs(t, q, 1)
+	require.Equal(t, []string{"r2"}, ids)
+	after := waitingSlots(t, q, "r3", "r4", "r5")
+	require.Equal(t, slots[1:], after, "moving r4 a period after the claim would put it after r5")
+	audit(t, q)
+}

@@ -28,7 +28,20 @@
 -- so the log alone decides and no claim ever exceeds the limit. An item
 -- that leaves sched while it waits leaves the index too (waiting_of).
 
+-- A limit of more than one claim per RATE_GRID µs gives its waiting
+-- items slots at the ends of RATE_GRID intervals: the items of one
+-- interval come due together and are claimed together, a claim per group
+-- rather than one per item. Never earlier than the slot computed; the
+-- log still decides each claim.
+local RATE_GRID = 10000
 local RATE = {}
+-- rate_due is when an item whose slot is s µs is due (ms).
+local function rate_due(l, s)
+  if math.ceil(l.per / l.n) < RATE_GRID then
+    return math.ceil(s / RATE_GRID) * (RATE_GRID / 1000)
+  end
+  return math.ceil(s / 1000)
+end
 -- rate_read reads the limit of key, its log and its tail, for a claim at
 -- now µs: false when the key has no limit. Reads only (see the key
 -- layout).
@@ -68,7 +81,7 @@ end
 -- (ms) it waits for. Reads only.
 local function rate_one(l, mem, waiting, nowus)
   -- The tail's item is due when its slot's ms has begun.
-  local ahead = l.tail and math.ceil(l.tail / 1000) * 1000 > nowus
+  local ahead = l.tail and rate_due(l, l.tail) * 1000 > nowus
   if l.cnt < l.n and (waiting or not ahead) then
     l.cnt = l.cnt + 1
     l.adm[#l.adm + 1] = mem
@@ -87,7 +100,30 @@ local function rate_one(l, mem, waiting, nowus)
   if not l.tail or s > l.tail then l.tail = s end
   l.wake[#l.wake + 1] = string.format('%d', s)
   l.wake[#l.wake + 1] = mem
-  return math.ceil(s / 1000)
+  return rate_due(l, s)
+end
+-- rate_successors moves the waiting items whose room is this claim's m
+-- claims at nowus to that room, if they were given an earlier slot. The
+-- waiting items take the window's rooms in order, one per claim in it:
+-- the items of ranks N-m to N-1 of the index take the rooms of the
+-- window's last m claims, this claim's, at nowus + PER. A slot given
+-- ahead from the tail assumed each claim at its item's slot: a claim later
+-- than that would make its successor find the window full and wait again
+-- (a claim for nothing), so the successor's slot follows the claim. It is
+-- left if that would put it after the next item's, to keep the order.
+local function rate_successors(l, m, nowus)
+  local ws = redis.call('ZRANGE', l.W, math.max(l.n - m, 0), l.n, 'WITHSCORES')
+  local room = nowus + l.per
+  local cap = tonumber(ws[2 * (m + 1)])
+  for i = 1, math.min(m, #ws / 2) do
+    local mem, s = ws[2 * i - 1], tonumber(ws[2 * i])
+    if s < room and (not cap or room <= cap) then
+      local due = rate_due(l, room)
+      redis.call('ZADD', l.W, string.format('%d', room), mem)
+      redis.call('ZADD', K_SCHED, 'XX', due, mem)
+      redis.call('HSET', ARGV[1] .. string.sub(mem, 18), 'wt', due)
+    end
+  end
 end
 -- rate_write records what rate_one decided: the claims in each key's log,
 -- the waiting items in its index.
@@ -105,6 +141,7 @@ local function rate_write(now, frac)
       end
       if #l.gone > 0 then redis.call('ZREM', l.W, unpack(l.gone)) end
       if #l.wake > 0 then redis.call('ZADD', l.W, unpack(l.wake)) end
+      if #l.adm > 0 then rate_successors(l, #l.adm, nowus) end
       if l.set then
         redis.call('SET', l.R, string.format('%d', l.again), 'PX', math.ceil((l.again - nowus) / 1000) + 1)
       end
