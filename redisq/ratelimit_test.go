@@ -579,3 +579,48 @@ func TestRateLimitSuccessorKeepsOrder(t *testing.T) {
 	require.Equal(t, slots[1:], after, "moving r4 a period after the claim would put it after r5")
 	audit(t, q)
 }
+
+// An item enqueued due now while its key's waiting items are still ahead
+// goes straight into waiting behind them, as a claim would have put it,
+// so that no claim has to find it due first: by Add and by EnqueueMany,
+// one behind the other. A key with a concurrency limit too is left to the
+// claim, which checks that limit first; so is an item due later.
+func TestRateLimitEnqueueBehindWaiting(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "rate-enqueue")
+	lim := RateLimit{N: 1, Per: time.Hour}
+	require.NoError(t, q.SetRateLimit(ctx, "k", lim))
+	require.NoError(t, q.SetRateLimit(ctx, "both", lim))
+	require.NoError(t, q.SetConcurrencyLimit(ctx, "both", 5))
+	for _, key := range []string{"k", "both"} {
+		for i := range 2 {
+			_, err := q.Add(ctx, EnqueueItem{ID: fmt.Sprintf("%s%d", key, i), At: time.Unix(1, 0), Job: Job{LimitKey: key}})
+			require.NoError(t, err)
+		}
+	}
+	ids, _ := takeIDs(t, q, 10)
+	require.ElementsMatch(t, []string{"k0", "both0"}, ids)
+	tail := waitingSlots(t, q, "k1")[0]
+
+	_, err := q.Add(ctx, EnqueueItem{ID: "k2", Job: Job{LimitKey: "k"}})
+	require.NoError(t, err)
+	res, err := q.EnqueueMany(ctx, []EnqueueItem{{ID: "k3", Job: Job{LimitKey: "k"}}, {ID: "k4", Job: Job{LimitKey: "k"}},
+		{ID: "later", At: time.Now().Add(30 * time.Minute), Job: Job{LimitKey: "k"}}, {ID: "both2", Job: Job{LimitKey: "both"}}})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	slots := waitingSlots(t, q, "k2", "k3", "k4")
+	require.Equal(t, []time.Time{tail.Add(lim.Per), tail.Add(2 * lim.Per), tail.Add(3 * lim.Per)}, slots, "one period apart, behind the tail, with no claim")
+	for _, id := range []string{"later", "both2"} {
+		it, err := q.Get(ctx, id)
+		require.NoError(t, err)
+		require.True(t, it.RateSlot.IsZero(), "%s waits already", id)
+	}
+	st, err := q.RateLimitState(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, 4, st.Waiting)
+	audit(t, q)
+}

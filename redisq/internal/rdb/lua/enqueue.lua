@@ -3,15 +3,25 @@
 -- unique key ("" none), its window in ms and its mode, 'u' or 'd' (see
 -- unique_take). Returns {0} when the id exists (unless it is the waiting
 -- item a debounced enqueue replaces), {2} when the unique key's window is
--- held, else {1, due, now}. O(log n).
+-- held, else {1, due, now}. O(log n). An item due now (or at the next
+-- ms, as one enqueued with no delay is) of a limit key whose waiting items
+-- are still ahead goes in waiting behind them (rate_behind).
 --
 -- KEYS: sched, wake, seq; the item's hash; the unique key's window, when
 --   there is a unique key (the item a debounced enqueue replaces is found
 --   while running)
 --@include common
+--@include rate
 
 local h = ARGV[1] .. ARGV[2]
 local u = 7 + 2 * tonumber(ARGV[6])
+local now, frac = now_ms()
+local due = tonumber(ARGV[5])
+if ARGV[4] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
+-- Read before the first write (see the key layout).
+local lk = ARGV[u + 2] ~= 'd' and due <= now + 1 and job_get(6, 'lk')
+local slot, sdue
+if lk and rate_early(lk) then slot, sdue = rate_behind({}, lk, now * 1000 + frac) end
 if ARGV[u + 2] == 'd' then
   -- Every read before the first write (see the key layout).
   local hid, hmem, hw = window_holder(ARGV[u])
@@ -22,15 +32,18 @@ else
   if redis.call('EXISTS', h) == 1 then return {0} end
   if not unique_take(ARGV[u], ARGV[u + 1], ARGV[2]) then return {2} end
 end
-local now, frac = now_ms()
-local due = tonumber(ARGV[5])
-if ARGV[4] == 'after' then due = after(now, frac, due) else due = clamp_due(due) end
 local mem = new_member(ARGV[2])
 if ARGV[6] == '0' then
   redis.call('HSET', h, 'p', ARGV[3], 'due', due, 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
 else
   redis.call('HSET', h, unpack(job_fields(6, {'p', ARGV[3], 'due', due, 'att', 0, 'st', 's', 'mem', mem, 'enq', now})))
 end
-redis.call('ZADD', K_SCHED, due, mem)
+if slot then
+  redis.call('HSET', h, 'wt', sdue)
+  redis.call('ZADD', K_PREFIX .. 'rw:' .. lk, string.format('%d', slot), mem)
+  redis.call('ZADD', K_SCHED, sdue, mem)
+else
+  redis.call('ZADD', K_SCHED, due, mem)
+end
 arm_if_head(mem)
 return {1, due, now}

@@ -14,6 +14,7 @@
 -- KEYS: sched, wake, seq; each item's hash, and the window of each unique
 --   key (the items debounced items replace are found while running)
 --@include common
+--@include rate
 
 local now, frac = now_ms()
 local k = tonumber(ARGV[2])
@@ -29,6 +30,19 @@ end
 -- One EXISTS for the whole batch; only a batch with an existing id checks
 -- its ids one by one.
 local some = redis.call('EXISTS', unpack(hs)) > 0
+-- The rate limits and tails of the batch's limit keys, read before the
+-- first write: an item due now of a key whose waiting items are still
+-- ahead goes in waiting behind them (rate_behind).
+local tails, lks = {}, {}
+for j = 1, k do
+  local b = at[j]
+  local u = b + 6 + 2 * tonumber(ARGV[b + 5])
+  local lk = ARGV[u + 2] ~= 'd' and job_get(b + 5, 'lk')
+  if lk and rate_early(lk) then
+    lks[j] = lk
+    rate_tail(tails, lk)
+  end
+end
 -- The waiting holder of each debounced key's window, read before the
 -- first write (see the key layout): hold[key] = {id, member, waiting_of}
 -- or false.
@@ -82,17 +96,27 @@ for _, g in ipairs(gone) do drop_waiting(g[1], g[2], g[3]) end
 if #new == 0 then return out end
 local seq = next_seq(#new) - #new
 local z = {}
+local nowus = now * 1000 + frac
 for i, j in ipairs(new) do
   if not drop[j] then
     local b = at[j]
     local id = ARGV[b + 1]
     local mem = string.format('%016.0f', seq + i) .. ':' .. id
+    local score = out[j + 1]
+    if lks[j] and out[j + 1] <= now + 1 then
+      local slot, sdue = rate_behind(tails, lks[j], nowus)
+      if slot then
+        score = sdue
+        redis.call('ZADD', tails[lks[j]].W, string.format('%d', slot), mem)
+      end
+    end
     if ARGV[b + 5] == '0' then
       redis.call('HSET', hs[j], 'p', ARGV[b + 2], 'due', out[j + 1], 'att', 0, 'st', 's', 'mem', mem, 'enq', now)
     else
       redis.call('HSET', hs[j], unpack(job_fields(b + 5, {'p', ARGV[b + 2], 'due', out[j + 1], 'att', 0, 'st', 's', 'mem', mem, 'enq', now})))
     end
-    z[#z + 1] = out[j + 1]
+    if score ~= out[j + 1] then redis.call('HSET', hs[j], 'wt', score) end
+    z[#z + 1] = score
     z[#z + 1] = mem
   end
 end

@@ -303,6 +303,13 @@ local function job_fields(b, t)
   for i = b + 1, b + 2 * tonumber(ARGV[b]) do t[#t + 1] = ARGV[i] end
   return t
 end
+-- job_get returns the value of field f of the job at ARGV[b], or nil.
+local function job_get(b, f)
+  for i = b + 1, b + 2 * tonumber(ARGV[b]), 2 do
+    if ARGV[i] == f then return ARGV[i + 1] end
+  end
+  return nil
+end
 -- Uniqueness windows (see Unique and Debounce in job.go): an enqueue with
 -- a unique key takes the key's window {dq:NAME}:u:KEY, a string holding
 -- the id of the item that took it, expiring window ms later. A unique

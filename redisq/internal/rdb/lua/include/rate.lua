@@ -76,6 +76,51 @@ local function rate_room(l, nowus)
   end
   return l.room
 end
+-- rate_early reports whether an enqueue may put an item of key straight
+-- into waiting (rate_behind): the queue has rate limits, and key no
+-- concurrency limit, which a claim checks first. Reads only; once per
+-- script.
+local EARLY = nil
+local function rate_early(key)
+  if EARLY == nil then
+    local f = redis.call('HMGET', K_SEQ, 'lim', 'cc')
+    EARLY = {lim = f[1] ~= false, cc = f[2] ~= false, keys = {}}
+  end
+  if not EARLY.lim then return false end
+  if EARLY.cc then
+    if EARLY.keys[key] == nil then EARLY.keys[key] = redis.call('HEXISTS', K_CONC, key) == 0 end
+    return EARLY.keys[key]
+  end
+  return true
+end
+-- rate_tail reads key's limit and tail once per script (tails: key ->
+-- {l, W, tail} or false); its first call for a key comes before the
+-- script's first write.
+local function rate_tail(tails, key)
+  local t = tails[key]
+  if t == nil then
+    t = false
+    local n, per = string.match(redis.call('HGET', K_LIMITS, key) or '', '^(%d+),(%d+)$')
+    if n then
+      local W = K_PREFIX .. 'rw:' .. key
+      t = {l = {n = tonumber(n), per = tonumber(per)}, W = W, tail = tonumber(redis.call('ZRANGE', W, -1, -1, 'WITHSCORES')[2])}
+    end
+    tails[key] = t
+  end
+  return t
+end
+-- rate_behind is, for a new item of key due now that an enqueue stores at
+-- nowus, its slot (µs) and when it is due (ms) when it must wait behind
+-- the key's waiting items (their tail is still ahead): it goes
+-- into waiting at once, where a claim would have put it, with no claim to
+-- find it due first. Else nil. Reads nothing but rate_tail's.
+local function rate_behind(tails, key, nowus)
+  local t = rate_tail(tails, key)
+  if not t or not t.tail or rate_due(t.l, t.tail) * 1000 <= nowus then return nil end
+  local s = t.tail + math.ceil(t.l.per / t.l.n)
+  t.tail = s
+  return s, rate_due(t.l, s)
+end
 -- rate_one decides, for a due item (member mem; waiting: it has wt) of a
 -- key whose limit is l, at nowus: nil when it is claimed, else the slot
 -- (ms) it waits for. Reads only.
