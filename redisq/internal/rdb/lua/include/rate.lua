@@ -88,7 +88,8 @@ local function rate_early(key)
   end
   if not EARLY.lim then return false end
   if EARLY.cc then
-    if EARLY.keys[key] == nil then EARLY.keys[key] = redis.call('HEXISTS', K_CONC, key) == 0 end
+    -- HGET, not HEXISTS: a producer's Redis user has the one (docs/operations.md).
+    if EARLY.keys[key] == nil then EARLY.keys[key] = redis.call('HGET', K_CONC, key) == false end
     return EARLY.keys[key]
   end
   return true
