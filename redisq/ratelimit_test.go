@@ -485,19 +485,8 @@ func TestRateLimitLowered(t *testing.T) {
 // not a period after the slot, so it does not come due into a full window
 // and wait again (a claim for nothing). The order is kept.
 func TestRateLimitSuccessorFollowsLateClaim(t *testing.T) {
-	s := startRedis(t)
-	c := s.client(t)
-	ctx := context.Background()
-	q := newQueue(t, c, "rate-successor")
 	lim := RateLimit{N: 2, Per: time.Second}
-	require.NoError(t, q.SetRateLimit(ctx, "k", lim))
-	for i := range 6 {
-		_, err := q.Add(ctx, EnqueueItem{ID: fmt.Sprintf("r%d", i), At: time.Unix(1, 0), Job: Job{LimitKey: "k"}})
-		require.NoError(t, err)
-	}
-	ids, _ := takeIDs(t, q, 10)
-	require.Equal(t, []string{"r0", "r1"}, ids)
-	slots := waitingSlots(t, q, "r2", "r3", "r4", "r5")
+	q, c, slots := fourWaiting(t, "rate-successor", lim)
 	// r2 is claimed 300 ms after its slot.
 	untilRedisTime(t, c, slots[0].Add(300*time.Millisecond))
 	ids, ms := takeIDs(t, q, 10)
@@ -558,22 +547,11 @@ func TestRateLimitFastGroups(t *testing.T) {
 // waiting item's slot leaves the successor in place: the order is kept
 // (the successor waits again if it must).
 func TestRateLimitSuccessorKeepsOrder(t *testing.T) {
-	s := startRedis(t)
-	c := s.client(t)
-	ctx := context.Background()
-	q := newQueue(t, c, "rate-successor-order")
-	require.NoError(t, q.SetRateLimit(ctx, "k", RateLimit{N: 2, Per: time.Second}))
-	for i := range 6 {
-		_, err := q.Add(ctx, EnqueueItem{ID: fmt.Sprintf("r%d", i), At: time.Unix(1, 0), Job: Job{LimitKey: "k"}})
-		require.NoError(t, err)
-	}
-	ids, _ := takeIDs(t, q, 10)
-	require.Equal(t, []string{"r0", "r1"}, ids)
-	slots := waitingSlots(t, q, "r2", "r3", "r4", "r5")
+	q, c, slots := fourWaiting(t, "rate-successor-order", RateLimit{N: 2, Per: time.Second})
 	// r2 is claimed alone 700 ms after its slot, more than the 500 ms
 	// between slots: r4, whose room it takes, would go after r5.
 	untilRedisTime(t, c, slots[0].Add(700*time.Millisecond))
-	ids, _ = takeIDs(t, q, 1)
+	ids, _ := takeIDs(t, q, 1)
 	require.Equal(t, []string{"r2"}, ids)
 	after := waitingSlots(t, q, "r3", "r4", "r5")
 	require.Equal(t, slots[1:], after, "moving r4 a period after the claim would put it after r5")
@@ -623,4 +601,23 @@ func TestRateLimitEnqueueBehindWaiting(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, st.Waiting)
 	audit(t, q)
+}
+
+// fourWaiting makes queue name with rate limit lim on key "k" and six
+// items r0..r5 of the key due long ago, claims r0 and r1, and returns the
+// slots of the four that wait.
+func fourWaiting(t *testing.T, name string, lim RateLimit) (*Queue, *redis.Client, []time.Time) {
+	t.Helper()
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, name)
+	require.NoError(t, q.SetRateLimit(ctx, "k", lim))
+	for i := range 6 {
+		_, err := q.Add(ctx, EnqueueItem{ID: fmt.Sprintf("r%d", i), At: time.Unix(1, 0), Job: Job{LimitKey: "k"}})
+		require.NoError(t, err)
+	}
+	ids, _ := takeIDs(t, q, 10)
+	require.Equal(t, []string{"r0", "r1"}, ids)
+	return q, c, waitingSlots(t, q, "r2", "r3", "r4", "r5")
 }
