@@ -69,9 +69,10 @@ func TestNoLiveWorker(t *testing.T) {
 	if row := overviewRowOf(t, get(t, c, f.Base).body, "orders"); strings.Contains(row, "noworker") {
 		t.Errorf("the overview marks a queue with a live worker:\n%s", row)
 	}
-	// It stops: it leaves the list at once, and the warning is back.
+	// It stops: it leaves the list at once, its item is released, and the
+	// warning is back.
 	stop()
-	if qp = get(t, c, f.QueueURL("orders")).body; !strings.Contains(qp, "No live worker: 2 items are due") {
+	if qp = get(t, c, f.QueueURL("orders")).body; !strings.Contains(qp, "No live worker: 3 items are due") {
 		t.Errorf("after the worker stopped: %s", section(t, qp, `<nav class="tabs"`, "</nav>"))
 	}
 }

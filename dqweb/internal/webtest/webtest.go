@@ -7,6 +7,7 @@ package webtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -390,28 +391,27 @@ const HostileWorker = "wk\u202eevil\x1b\xff"
 // StartWorker runs a Worker of q named name, of concurrency handlers that
 // block until stop (or the end of the test), beating every second (its
 // heartbeat lives three), and returns once its heartbeat lists running
-// handlers. stop shuts it down: it leaves the list at once, and its
-// handlers' messages are acked.
+// handlers. stop shuts it down: it takes nothing more, leaves the list at
+// once, and its handlers' messages are released (due again as they were).
+// Releasing rather than acking keeps stop exact: a handler that returned
+// before the worker stopped taking would let it claim one more item.
 func StartWorker(t testing.TB, q *redisq.Queue, name string, concurrency, running int) (w redisq.WorkerInfo, stop func()) {
 	t.Helper()
 	ctx := context.Background()
-	release := make(chan struct{})
 	wk := redisq.NewWorker(q, func(ctx context.Context, m *redisq.Message) error {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
+		<-ctx.Done()
+		return ctx.Err()
 	}, redisq.WorkerOptions{Concurrency: concurrency, Heartbeat: time.Second, Name: name, NoRecurring: true})
 	done := make(chan error, 1)
 	go func() { done <- wk.Run(ctx) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			close(release)
-			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			if err := wk.Shutdown(sctx); err != nil {
+			// A context already done: Shutdown ends taking, then stops
+			// the handlers and releases their messages.
+			sctx, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := wk.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("worker shutdown: %v", err)
 			}
 			if err := <-done; err != nil {
