@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dq-go/delayqueue/bench/internal/cmdtest"
 	"github.com/dq-go/delayqueue/bench/internal/report"
 	"github.com/dq-go/delayqueue/redisq/redistest"
 	"github.com/redis/go-redis/v9"
@@ -20,21 +16,9 @@ import (
 // is left behind.
 func TestWorkerMuxAndRetain(t *testing.T) {
 	srv := redistest.New(t)
-	js := filepath.Join(t.TempDir(), "out.json")
-	status, stdout, stderr := cmdtest.Run(t, "-impl", "worker,worker-mux,worker-retain", "-redis", srv.Addr,
+	rep, stdout := runJSON(t, "-impl", "worker,worker-mux,worker-retain", "-redis", srv.Addr,
 		"-rate", "200", "-duration", "1s", "-delay", "0", "-delay-max", "100ms", "-idle", "0", "-redis-items", "0",
-		"-quiet", "-hist=false", "-json", js)
-	if status != 0 {
-		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", status, stdout, stderr)
-	}
-	b, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep report.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+		"-quiet", "-hist=false")
 	by := map[string]report.Result{}
 	for _, r := range rep.Results {
 		by[r.Name] = r

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,6 +85,12 @@ func (o *options) checkLimits() error {
 	if int(o.rate*o.duration.Seconds()) < 1 {
 		return fmt.Errorf("-mode limits: -rate × -duration must be at least one item")
 	}
+	if !o.set["rounds"] {
+		o.rounds = 1
+	}
+	if o.rounds < 1 {
+		return fmt.Errorf("-mode limits: -rounds must be >= 1")
+	}
 	return nil
 }
 
@@ -123,17 +130,31 @@ func (o *options) limitCases() []limitCase {
 	return cs
 }
 
-// limitsPhases returns the phases of -mode limits, case by case, each
-// implementation of -impl in turn.
+// limitsPhases returns the phases of -mode limits: -rounds rounds, each
+// case by case, each implementation of -impl in turn. Rows measured in
+// turns share the machine's moods (this VM's ratios drift by ±20% between
+// rows measured minutes apart), so each round's ratios are its own.
 func (r *redisRun) limitsPhases() []func() ([]report.Result, error) {
 	var ps []func() ([]report.Result, error)
-	for _, c := range r.o.limitCases() {
-		for _, impl := range r.o.redisImpls() {
-			switch {
-			case impl == "asynq" && (c.name == "unlimited" || c.name == "rate"):
-				ps = append(ps, one(func() (report.Result, error) { return r.limitsAsynq(c) }))
-			case impl == "worker" || impl == "redis":
-				ps = append(ps, one(func() (report.Result, error) { return r.limitsRedisq(impl, c) }))
+	for round := range r.o.rounds {
+		for _, c := range r.o.limitCases() {
+			for _, impl := range r.o.redisImpls() {
+				var f func() (report.Result, error)
+				switch {
+				case impl == "asynq" && (c.name == "unlimited" || c.name == "rate"):
+					f = func() (report.Result, error) { return r.limitsAsynq(c, round) }
+				case impl == "worker" || impl == "redis":
+					f = func() (report.Result, error) { return r.limitsRedisq(impl, c, round) }
+				default:
+					continue
+				}
+				ps = append(ps, func() ([]report.Result, error) {
+					res, err := f()
+					if r.o.rounds > 1 {
+						res.Round = round + 1
+					}
+					return []report.Result{res}, err
+				})
 			}
 		}
 	}
@@ -217,8 +238,8 @@ func (o *options) limitTimeout(c limitCase, n int, slack float64) time.Duration 
 }
 
 // limitsRedisq runs case c with impl's consumers (worker: a Worker; redis:
-// the consumer loops of -batch).
-func (r *redisRun) limitsRedisq(impl string, c limitCase) (report.Result, error) {
+// the consumer loops of -batch) in round (from 0), on a queue of its own.
+func (r *redisRun) limitsRedisq(impl string, c limitCase, round int) (report.Result, error) {
 	o := r.o
 	n := int(o.rate * o.duration.Seconds())
 	res := report.Result{Name: impl + "/" + c.name, Kind: "queue", Mode: "limits", Items: n, HeapPerItem: -1, Limit: c.desc, LimitN: c.rateN}
@@ -230,7 +251,7 @@ func (r *redisRun) limitsRedisq(impl string, c limitCase) (report.Result, error)
 	if err != nil {
 		return fail(err)
 	}
-	q, err := r.newQueue("limits-" + impl + "-" + c.name)
+	q, err := r.newQueue(fmt.Sprintf("limits-%s-%s-%d", impl, c.name, round))
 	if err != nil {
 		return fail(err)
 	}
@@ -438,7 +459,7 @@ func isAsynqRateLimitError(err error) bool {
 // limitsAsynq runs case c (unlimited or rate) on asynq: a server with
 // -consumers workers and the same handler; rate with the wiki's pattern, a
 // rate.Limiter of -limit-rate per second, burst as much, in this process.
-func (r *redisRun) limitsAsynq(c limitCase) (report.Result, error) {
+func (r *redisRun) limitsAsynq(c limitCase, round int) (report.Result, error) {
 	o := r.o
 	n := int(o.rate * o.duration.Seconds())
 	res := report.Result{Name: "asynq/" + c.name, Kind: "queue", Mode: "limits", Items: n, HeapPerItem: -1, Limit: c.desc, LimitN: c.rateN}
@@ -446,7 +467,7 @@ func (r *redisRun) limitsAsynq(c limitCase) (report.Result, error) {
 		res.Note = report.JoinNote(res.Note, err.Error())
 		return res, err
 	}
-	queue := r.asynqQueue("limits-" + c.name)
+	queue := r.asynqQueue(fmt.Sprintf("limits-%s-%d", c.name, round))
 	rc, cl := r.asynqClients()
 	defer rc.Close()
 
@@ -592,47 +613,95 @@ func (r *redisRun) limitsAsynq(c limitCase) (report.Result, error) {
 // writeLimits prints the rows of -mode limits side by side: each row's
 // server CPU per item over the unlimited redisq row's (the Worker's, else
 // the Take loops') and over its own consumers' unlimited row (the target
-// for the limited redisq rows: <= 1.5x).
+// for the limited redisq rows: <= 1.5x). With -rounds, a ratio is taken
+// within each round and the row reports the median round's figures.
 func writeLimits(w io.Writer, o *options, rs []report.Result) {
-	var rows []*report.Result
-	by := map[string]*report.Result{}
+	var names []string
+	runs := map[string][]*report.Result{} // name -> its rounds in order
 	for i := range rs {
-		if rs[i].Mode == "limits" {
-			rows = append(rows, &rs[i])
-			by[rs[i].Name] = &rs[i]
+		if r := &rs[i]; r.Mode == "limits" {
+			if runs[r.Name] == nil {
+				names = append(names, r.Name)
+			}
+			runs[r.Name] = append(runs[r.Name], r)
 		}
 	}
-	if len(rows) == 0 {
+	if len(names) == 0 {
 		return
 	}
-	base := by["worker/unlimited"]
-	if base == nil {
-		base = by["redis/unlimited"]
+	baseName := "worker/unlimited"
+	if runs[baseName] == nil {
+		baseName = "redis/unlimited"
 	}
-	const goal = 1.5
-	t := report.Table{MD: o.MD, Head: []string{"limits", "limit", "handled", "starts/s", "most in 1s", "waited", "cmds/item", "server CPU/item",
-		"/ redisq unlimited", "/ own unlimited", "target", "met", "lateness p50 / p99 / max"}}
-	ratio := func(a, b *report.Result) string {
-		if a == nil || b == nil || b.ServerCPUPerItemNs <= 0 || a.ServerCPUPerItemNs <= 0 {
+	// ratios returns name's server CPU per item over ref's, round by
+	// round (rounds where either is unknown left out).
+	ratios := func(name, ref string) []float64 {
+		var xs []float64
+		for i, a := range runs[name] {
+			if i < len(runs[ref]) {
+				if b := runs[ref][i]; b.ServerCPUPerItemNs > 0 && a.ServerCPUPerItemNs > 0 {
+					xs = append(xs, a.ServerCPUPerItemNs/b.ServerCPUPerItemNs)
+				}
+			}
+		}
+		return xs
+	}
+	// pick returns the median of xs and its index in xs (-1: none).
+	pick := func(xs []float64) (float64, int) {
+		if len(xs) == 0 {
+			return 0, -1
+		}
+		idx := make([]int, len(xs))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
+		m := idx[(len(xs)-1)/2]
+		if len(xs)%2 == 0 { // the mean of the middle two, shown by the lower's round
+			return (xs[idx[len(xs)/2-1]] + xs[idx[len(xs)/2]]) / 2, m
+		}
+		return xs[m], m
+	}
+	fmtX := func(x float64, ok bool) string {
+		if !ok {
 			return "-"
 		}
-		return strconv.FormatFloat(a.ServerCPUPerItemNs/b.ServerCPUPerItemNs, 'f', 2, 64) + "x"
+		return strconv.FormatFloat(x, 'f', 2, 64) + "x"
 	}
+	const goal = 1.5
+	head := []string{"limits", "limit", "handled", "starts/s", "most in 1s", "waited", "cmds/item", "server CPU/item",
+		"/ redisq unlimited", "/ own unlimited", "target", "met", "lateness p50 / p99 / max"}
+	if o.rounds > 1 {
+		head = append(head, "/ own unlimited, each round")
+	}
+	t := report.Table{MD: o.MD, Head: head}
 	var verdicts []string
-	for _, r := range rows {
-		impl, c, _ := strings.Cut(r.Name, "/")
-		own := by[impl+"/unlimited"]
+	for _, name := range names {
+		impl, c, _ := strings.Cut(name, "/")
+		own := impl + "/unlimited"
+		xs := ratios(name, own)
+		x, at := pick(xs)
+		r := runs[name][0]
+		if at >= 0 {
+			r = runs[name][at]
+		} else if len(runs[name]) > 0 {
+			r = runs[name][(len(runs[name])-1)/2]
+		}
+		bx, bat := pick(ratios(name, baseName))
 		target, met := "", ""
-		if impl != "asynq" && c != "unlimited" && own != nil && own.ServerCPUPerItemNs > 0 && r.ServerCPUPerItemNs > 0 {
-			x := r.ServerCPUPerItemNs / own.ServerCPUPerItemNs
+		if impl != "asynq" && c != "unlimited" && at >= 0 {
 			target, met = "<= 1.5x", yesNoMet(x <= goal)
-			verdicts = append(verdicts, fmt.Sprintf("%s %.2fx (%s)", r.Name, x, met))
+			v := fmt.Sprintf("%s %.2fx (%s)", name, x, met)
+			if len(xs) > 1 {
+				v = fmt.Sprintf("%s median %.2fx of %d rounds (%s)", name, x, len(xs), met)
+			}
+			verdicts = append(verdicts, v)
 		}
 		most := "-"
 		if r.LimitN > 0 {
 			most = fmt.Sprintf("%d (<= %d)", r.MaxPerWindow, r.LimitN)
-			if r.MaxPerWindow > r.LimitN {
-				most = fmt.Sprintf("%d (> %d!)", r.MaxPerWindow, r.LimitN)
+			if worst := maxPerWindowOf(runs[name]); worst > r.LimitN {
+				most = fmt.Sprintf("%d (> %d!)", worst, r.LimitN)
 			}
 		} else if r.MaxPerWindow > 0 {
 			most = strconv.Itoa(r.MaxPerWindow)
@@ -641,16 +710,27 @@ func writeLimits(w io.Writer, o *options, rs []report.Result) {
 		if p := r.Lateness; p != nil {
 			late = report.Dur(p.P50) + " / " + report.Dur(p.P99) + " / " + report.Dur(p.Max)
 		}
-		t.Add([]string{r.Name, r.Limit, deliveredOf(r), report.Rate(r.StartRate), most, strconv.Itoa(r.Waited),
+		row := []string{name, r.Limit, deliveredOf(r), report.Rate(r.StartRate), most, strconv.Itoa(r.Waited),
 			strconv.FormatFloat(r.ServerCmdsPerItem, 'f', 1, 64), report.Dur(int64(r.ServerCPUPerItemNs)),
-			ratio(r, base), ratio(r, own), target, met, late})
+			fmtX(bx, bat >= 0), fmtX(x, at >= 0), target, met, late}
+		if o.rounds > 1 {
+			each := make([]string, len(xs))
+			for i, v := range xs {
+				each[i] = strconv.FormatFloat(v, 'f', 2, 64)
+			}
+			row = append(row, strings.Join(each, " "))
+		}
+		t.Add(row)
 	}
 	t.Write(w)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "limits: server CPU and commands per handled item are the whole redis-server's (INFO cpu, INFO commandstats with scripts' own calls) from the first offer to the last ack, the enqueues included;")
 	fmt.Fprintln(w, "  most in 1s: the most starts in any second (redisq: Message.ClaimedAt by Redis TIME; asynq: handler starts by this process's clock); waited: items that waited for a rate slot or a place (asynq: tasks retried at least once);")
 	fmt.Fprintln(w, "  lateness: redisq from Message.Due (an item that waited: its rate slot, or when a freed place made it due), asynq from its Client.Enqueue.")
-	if by["asynq/unlimited"] != nil || by["asynq/rate"] != nil {
+	if o.rounds > 1 {
+		fmt.Fprintf(w, "  %d rounds, every row in turn in each: a ratio is taken within its round; a row shows the figures of its median round (of an even count, the lower middle; the ratio is the mean of the middle two).\n", o.rounds)
+	}
+	if runs["asynq/unlimited"] != nil || runs["asynq/rate"] != nil {
 		fmt.Fprintln(w, "  asynq has no rate limiter of its own: asynq/rate is its wiki's pattern (x/time/rate in the handler, a RateLimitError retried later), a limit per server process, not global;")
 		fmt.Fprintln(w, "  asynq has no per-key concurrency limit (Concurrency is per server, over all tasks): the conc rows have no asynq equivalent.")
 	}
@@ -658,6 +738,15 @@ func writeLimits(w io.Writer, o *options, rs []report.Result) {
 		fmt.Fprintf(w, "target (flow-control issue): limited rows within %.1fx the server CPU per item of the unlimited row of the same consumers: %s\n", goal, strings.Join(verdicts, ", "))
 	}
 	fmt.Fprintln(w)
+}
+
+// maxPerWindowOf is the most starts in any window of any of rs.
+func maxPerWindowOf(rs []*report.Result) int {
+	most := 0
+	for _, r := range rs {
+		most = max(most, r.MaxPerWindow)
+	}
+	return most
 }
 
 // callsPerItem lists the commands the server ran from s0 to s1 (INFO

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/dq-go/delayqueue/bench/internal/cmdtest"
 	"github.com/dq-go/delayqueue/bench/internal/report"
 	"github.com/dq-go/delayqueue/redisq/redistest"
 	"github.com/redis/go-redis/v9"
@@ -21,24 +18,12 @@ import (
 // place, the table prints its rows and ratios, and no key is left behind.
 func TestLimitsMode(t *testing.T) {
 	srv := redistest.New(t)
-	js := filepath.Join(t.TempDir(), "out.json")
 	// 200 items at 200/s, a limit of 100/s; each item held 10ms, so that
 	// the items of a run of 8 (5ms apart) come due while the key's place
 	// is taken.
-	status, stdout, stderr := cmdtest.Run(t, "-mode", "limits", "-impl", "worker,asynq", "-redis", srv.Addr,
+	rep, stdout := runJSON(t, "-mode", "limits", "-impl", "worker,asynq", "-redis", srv.Addr,
 		"-rate", "200", "-duration", "1s", "-limit-rate", "100", "-hold", "10ms", "-asynq-check", "1s",
-		"-quiet", "-hist=false", "-json", js)
-	if status != 0 {
-		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", status, stdout, stderr)
-	}
-	b, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep report.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+		"-quiet", "-hist=false")
 	by := map[string]report.Result{}
 	for _, r := range rep.Results {
 		by[r.Name] = r
@@ -113,5 +98,56 @@ func TestLimitsFlagsChecked(t *testing.T) {
 		if err := o.check(); (err == nil) != tc.ok {
 			t.Errorf("-impl %s -limit-rate %d: check = %v", tc.impl, tc.limitRate, err)
 		}
+	}
+}
+
+// -rounds 2: every row runs in each round, the rounds one after the
+// other (a row of round 2 never before one of round 1), each on queues of
+// its own, and the table gives each row's ratio round by round.
+func TestLimitsRounds(t *testing.T) {
+	srv := redistest.New(t)
+	rep, stdout := runJSON(t, "-mode", "limits", "-impl", "worker", "-redis", srv.Addr,
+		"-rate", "200", "-duration", "500ms", "-limit-rate", "100", "-limit-run", "0", "-rounds", "2",
+		"-quiet", "-hist=false")
+	var got []string
+	for _, r := range rep.Results {
+		got = append(got, fmt.Sprintf("%s@%d", r.Name, r.Round))
+		if r.Delivered != 100 || r.Early != 0 {
+			t.Errorf("%s round %d: %d delivered, %d early; want 100 and 0", r.Name, r.Round, r.Delivered, r.Early)
+		}
+	}
+	want := "worker/unlimited@1 worker/rate@1 worker/conc@1 worker/unlimited@2 worker/rate@2 worker/conc@2"
+	if strings.Join(got, " ") != want {
+		t.Errorf("rows %s, want %s", strings.Join(got, " "), want)
+	}
+	for _, w := range []string{"/ own unlimited, each round", "2 rounds, every row in turn", "worker/rate median "} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("output lacks %q:\n%s", w, stdout)
+		}
+	}
+}
+
+// writeLimits takes each round's ratio to the unlimited row of its round
+// and reports the median of those, with the figures of the median round:
+// not the ratio of medians, which rows measured in different moods skew.
+func TestWriteLimitsMedianOfRounds(t *testing.T) {
+	row := func(name string, round int, cpu float64) report.Result {
+		return report.Result{Name: name, Mode: "limits", Round: round, Items: 10, Delivered: 10, ServerCPUPerItemNs: cpu, LimitN: 5, MaxPerWindow: round}
+	}
+	// Ratios by round: 2.00, 1.20, 1.60: median 1.60, of round 3. The
+	// ratio of the medians would be 300/200 = 1.50.
+	rs := []report.Result{
+		row("worker/unlimited", 1, 100), row("worker/rate", 1, 200),
+		row("worker/unlimited", 2, 250), row("worker/rate", 2, 300),
+		row("worker/unlimited", 3, 200), row("worker/rate", 3, 320),
+	}
+	var b strings.Builder
+	writeLimits(&b, &options{rounds: 3}, rs)
+	out := b.String()
+	if !strings.Contains(out, "worker/rate median 1.60x of 3 rounds (no)") {
+		t.Errorf("verdict is not the median of the rounds' ratios 2.00 1.20 1.60:\n%s", out)
+	}
+	if !strings.Contains(out, "2.00 1.20 1.60") || !strings.Contains(out, "3 (<= 5)") {
+		t.Errorf("the row does not list each round's ratio or show its median round (3):\n%s", out)
 	}
 }

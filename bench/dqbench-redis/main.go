@@ -160,7 +160,7 @@ func main() {
 	flag.DurationVar(&o.hold, "hold", time.Millisecond, "-mode limits: how long each handler holds its item")
 	flag.IntVar(&o.localCluster, "local-cluster", 0, "-impl partitioned: start a local Redis Cluster of this many masters (>= 3; redis-server and redis-cli on PATH) and close it at the end")
 	flag.StringVar(&o.clusterAddrs, "cluster", "", "-impl partitioned: measure on this Redis Cluster (comma-separated host:port of its nodes; its masters must serve nothing else meanwhile)")
-	flag.IntVar(&o.rounds, "rounds", 3, "-impl partitioned: rounds; each configuration is reported by its median round")
+	flag.IntVar(&o.rounds, "rounds", 3, "-impl partitioned: rounds; each configuration is reported by its median round. -mode limits: rounds of every row in turn (unlimited, rate, conc, ... then again), each limited row's ratio taken to the unlimited row of its round and reported by the median (1 unless given)")
 	o.Parse("dqbench-redis measures redisq end to end on a Redis server (lateness, throughput, commands and CPU per item) next to asynq, and redisq.Partitioned's capacity on a Redis Cluster; dqbench measures the in-process queue.",
 		func(given map[string]bool) error {
 			o.set = given

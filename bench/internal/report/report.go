@@ -94,6 +94,7 @@ type Result struct {
 	// handler calls per handled item, and the most items of one limit key
 	// held at once by the handlers.
 	Limit        string  `json:"limit,omitempty"`
+	Round        int     `json:"round,omitempty"` // -rounds: the row's round, from 1
 	LimitN       int     `json:"limit_n,omitempty"`
 	StartRate    float64 `json:"starts_per_second,omitempty"`
 	MaxPerWindow int     `json:"max_starts_per_second,omitempty"`
