@@ -28,6 +28,7 @@ var (
 	scriptEnqueueMany  = rdb.Named("enqueue_many")
 	scriptClaim        = rdb.Named("claim")
 	scriptAckClaim     = rdb.Named("ack_claim")
+	scriptAckManyClaim = rdb.Named("ack_many_claim")
 	scriptAck          = rdb.Named("ack")
 	scriptAckMany      = rdb.Named("ack_many")
 	scriptNack         = rdb.Named("nack")

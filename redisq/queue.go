@@ -611,9 +611,7 @@ func (q *Queue) await(ctx context.Context, wait time.Duration, timed bool) (popp
 // time until the next due item or lease deadline, or -1. When the claim gave
 // this Queue the timer, it records the deadline (see timerState).
 func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, time.Duration, error) {
-	a := rdb.ClaimArgs{N: n, Visibility: delayUS(q.opt.visibility), MaxAttempts: q.opt.maxAttempts,
-		BackoffBase: delayUS(q.opt.backoffBase), BackoffMax: delayUS(q.opt.backoffMax), ReclaimBatch: q.opt.reclaimBatch,
-		TimerID: q.timerID(), Watch: true}
+	a := q.claimArgs(n)
 	if done != nil {
 		a.AckID, a.AckToken, a.AckResult = done.ID, done.token, done.result
 	}
@@ -624,6 +622,36 @@ func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, ti
 	if r.LeaseLost {
 		return nil, 0, ErrLeaseLost
 	}
+	ms, next := q.claimed(r)
+	return ms, next, nil
+}
+
+// claimAcking acks dones (of this Queue, at most MaxBatch) and claims as
+// many items in one script, whatever the acks find: acked[i] reports
+// whether dones[i] was acked (false: its lease was lost).
+func (q *Queue) claimAcking(ctx context.Context, dones []*Message) (ms []*Message, next time.Duration, acked []bool, err error) {
+	a := q.claimArgs(len(dones))
+	a.Acks = make([]rdb.Lease, len(dones))
+	for i, m := range dones {
+		a.Acks[i] = rdb.Lease{ID: m.ID, Token: m.token, Result: m.result}
+	}
+	r, err := q.db.Claim(ctx, a)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	ms, next = q.claimed(r)
+	return ms, next, r.Acked, nil
+}
+
+func (q *Queue) claimArgs(n int) rdb.ClaimArgs {
+	return rdb.ClaimArgs{N: n, Visibility: delayUS(q.opt.visibility), MaxAttempts: q.opt.maxAttempts,
+		BackoffBase: delayUS(q.opt.backoffBase), BackoffMax: delayUS(q.opt.backoffMax), ReclaimBatch: q.opt.reclaimBatch,
+		TimerID: q.timerID(), Watch: true}
+}
+
+// claimed takes the timer as a claim's reply r says and returns its
+// messages and the time until the next due item (see claim).
+func (q *Queue) claimed(r rdb.ClaimReply) ([]*Message, time.Duration) {
 	next := time.Duration(-1)
 	if v := r.Next; v >= 0 {
 		if v > int64(24*time.Hour/time.Millisecond) {
@@ -655,7 +683,7 @@ func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, ti
 			token:     it.Token,
 		})
 	}
-	return msgs, next, nil
+	return msgs, next
 }
 
 // block waits on the wake marker and this waiter's private key for at most

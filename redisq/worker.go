@@ -82,7 +82,8 @@ const settleTimeout = 10 * time.Second
 // Heartbeat) and each claim leases work for every idle
 // handler at once and acks a finished message in the same script; while a
 // backlog lasts, each handler acks its message and claims the next in one
-// script. So a busy worker pays one round trip per message or less, and a
+// script, shared by the handlers that finish meanwhile. So a busy worker
+// pays one round trip per message or less, and a
 // message is leased only for an idle handler, never to wait for one (how:
 // docs/redisq-design.md#the-worker). A failed message is settled (Nack,
 // DeadLetter) by its handler's goroutine before that handler takes more
@@ -137,6 +138,10 @@ type Worker struct {
 	// per Redis queue (NewMultiWorker), so that a queue whose server is
 	// slow or down does not hold up the others' acks; nil over one Queue.
 	queueAcks map[*Queue]*groupCommit[*Message]
+	// claimsMu guards claims: per queue, the handlers' acks and next
+	// claims in a backlog, combined (see claimNext).
+	claimsMu  sync.Mutex
+	claims    map[*Queue]*groupCommit[*laneClaim]
 	done      chan struct{} // closed when Run has returned (or will, without starting)
 	ended     chan struct{} // closed when Run's goroutines have returned
 	quiet     chan struct{} // closed when nothing is taken nor held any more

@@ -1,14 +1,21 @@
 package rdb
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 var (
 	scriptClaim    = newScript("claim", kSched, kLease, kDead, kWake, kStats, kSeq, kTimer, kLate)
 	scriptAckClaim = newScript("ack_claim", kSched, kLease, kDead, kWake, kStats, kSeq, kTimer, kLate).acked()
+	// The same keys, then each ack's item and tombstone.
+	scriptAckManyClaim = newScript("ack_many_claim", kSched, kLease, kDead, kWake, kStats, kSeq, kTimer, kLate).acked()
 )
 
-// ClaimArgs are the arguments of a claim (lua/claim.lua), or of an ack and
-// a claim in one script (lua/ack_claim.lua) when AckID is set.
+// ClaimArgs are the arguments of a claim (lua/claim.lua), of an ack and a
+// claim in one script (lua/ack_claim.lua) when AckID is set, or of several
+// acks and a claim (lua/ack_many_claim.lua) when Acks is.
 type ClaimArgs struct {
 	N            int   // items to lease, at most ScriptBatch (0: only reclaim expired leases)
 	Visibility   int64 // lease length, µs
@@ -24,6 +31,9 @@ type ClaimArgs struct {
 	// AckResult if its job retains it.
 	AckID, AckToken string
 	AckResult       []byte
+	// Acks: leases to ack first (at most ScriptBatch), each reported in
+	// ClaimReply.Acked; the claim runs whatever they find. Not with AckID.
+	Acks []Lease
 }
 
 // Claimed is one item a claim leased.
@@ -45,9 +55,13 @@ type ClaimReply struct {
 	Next int64
 	// Timed: the caller's Queue now owns the timer and must act at Next.
 	Timed bool
-	// LeaseLost: the lease to ack first was lost; nothing was claimed.
+	// LeaseLost: the lease to ack first (AckID) was lost; nothing was
+	// claimed.
 	LeaseLost bool
 	Items     []Claimed
+	// Acked: for each of ClaimArgs.Acks, whether it was acked (or an ack
+	// of it had been: its tombstone); false: its lease was lost.
+	Acked []bool
 }
 
 // Claim runs one claim, bounded whatever the arguments (see
@@ -60,15 +74,35 @@ func (r *Runner) Claim(ctx context.Context, a ClaimArgs) (ClaimReply, error) {
 	}
 	args := []interface{}{a.N, a.Visibility, a.MaxAttempts, a.BackoffBase, a.BackoffMax, a.ReclaimBatch, a.TimerID, watch}
 	var extra []string
-	if a.AckID != "" {
+	switch {
+	case a.AckID != "":
 		s, args = scriptAckClaim, append(args, a.AckID, a.AckToken, a.AckResult)
 		extra = []string{r.Keys.Item(a.AckID), r.Keys.Tomb(a.AckToken)}
+	case len(a.Acks) > ScriptBatch:
+		return ClaimReply{}, fmt.Errorf("redisq: claim: %d acks, more than %d", len(a.Acks), ScriptBatch)
+	case len(a.Acks) > 0:
+		s = scriptAckManyClaim
+		for _, l := range a.Acks {
+			args = append(args, l.ID, l.Token, l.Result)
+			extra = append(extra, r.Keys.Item(l.ID), r.Keys.Tomb(l.Token))
+		}
 	}
 	res, err := r.run(ctx, s, extra, args...)
 	if err != nil {
 		return ClaimReply{}, err
 	}
-	c := ClaimReply{Now: toInt(res[0]), Next: toInt(res[1]), Timed: toInt(res[2]) == 1}
+	var acked []bool
+	if k := len(a.Acks); k > 0 {
+		if len(res) < 3+k {
+			return ClaimReply{}, errors.New("redisq: ack many and claim: malformed reply")
+		}
+		acked = make([]bool, k)
+		for i, v := range res[len(res)-k:] {
+			acked[i] = toInt(v) == 1
+		}
+		res = res[:len(res)-k]
+	}
+	c := ClaimReply{Now: toInt(res[0]), Next: toInt(res[1]), Timed: toInt(res[2]) == 1, Acked: acked}
 	if c.Next == -2 {
 		return ClaimReply{Now: c.Now, LeaseLost: true}, nil
 	}

@@ -31,4 +31,5 @@
 --@include occurrence
 
 local now, frac = now_ms()
+local function claim_reply(out) return out end
 --@include claim

@@ -1,10 +1,11 @@
 -- The body of the claim scripts, after now and frac are set
--- from Redis TIME (see now_ms).
+-- from Redis TIME (see now_ms), and claim_reply(out), which returns the
+-- reply out with what the script adds to it.
 
 -- A paused queue (see Pause) leases nothing and takes no timer: its
 -- consumers wait on the marker, which Resume rings.
 local qf = redis.call('HMGET', K_SEQ, 'paused', 'lim', 'cc')
-if qf[1] then return {now, -1, 0} end
+if qf[1] then return claim_reply({now, -1, 0}) end
 local mp = ARGV[1]
 local n = math.min(tonumber(ARGV[2]), {{SCRIPT_BATCH}})
 local rearm = false
@@ -220,4 +221,4 @@ end
 if rearm then redis.call('ZADD', K_WAKE, 0, 'w') end
 out[2] = nxt
 out[3] = timed
-return out
+return claim_reply(out)
