@@ -79,8 +79,9 @@ func (g *groupCommit[T]) waiting() int {
 	return len(g.pending)
 }
 
-// scriptGate holds every call of its scripts in a ProcessHook until it is
-// opened, counting the calls it holds.
+// scriptGate holds every call of its scripts in a ProcessHook, once the
+// server has answered it, until it is opened, counting the calls it
+// holds.
 type scriptGate struct {
 	shas    map[string]bool
 	held    atomic.Int32
@@ -105,7 +106,9 @@ func (*scriptGate) DialHook(next redis.DialHook) redis.DialHook {
 
 func (g *scriptGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); len(a) > 1 && strings.EqualFold(cmd.Name(), "evalsha") {
+		err := next(ctx, cmd)
+		// Not a NOSCRIPT reply, which go-redis follows with EVAL.
+		if a := cmd.Args(); err == nil && len(a) > 1 && strings.EqualFold(cmd.Name(), "evalsha") {
 			if sha, _ := a[1].(string); g.shas[sha] {
 				select {
 				case <-g.release:
@@ -115,7 +118,7 @@ func (g *scriptGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				}
 			}
 		}
-		return next(ctx, cmd)
+		return err
 	}
 }
 
@@ -135,6 +138,9 @@ func backlogWorker(t *testing.T, name string, items int, gated ...*script) (*Que
 	c.AddHook(sc)
 	g := newScriptGate(gated...)
 	c.AddHook(g)
+	for _, s := range gated { // their first calls are EVALSHA, answered
+		require.NoError(t, s.Load(context.Background(), c).Err())
+	}
 	q := newQueue(t, c, name)
 	seed(t, q, ids("i", items))
 	untilRedisTime(t, c, redisNow(t, c).Add(2*time.Millisecond))
@@ -159,8 +165,8 @@ func backlogWorker(t *testing.T, name string, items int, gated ...*script) (*Que
 
 // In a backlog, the handlers that finish while another's ack and claim is
 // in flight ack theirs and claim their next together, in one
-// ack-many-claim script: with every lone ack and claim held, the others
-// still go, combined. Every message is handled once and acked.
+// ack-many-claim script: with the reply of every lone ack and claim held,
+// the others still go, combined. Every message is handled once and acked.
 func TestWorkerHandlersShareClaimsInBacklog(t *testing.T) {
 	noLeaks(t)
 	const items = 40
@@ -188,9 +194,9 @@ func TestWorkerHandlersShareClaimsInBacklog(t *testing.T) {
 
 // A handler that gives up waiting for its claim because the worker stops
 // has whatever the round trip then claims for it handed back: with the
-// handlers' round trips held, one carrying two of them, the worker stops;
-// after Run returns nothing is leased, and every message was handled once
-// and acked, or is scheduled again.
+// replies of the handlers' round trips held, one carrying two of them, the
+// worker stops; after Run returns nothing is leased, and every message was
+// handled once and acked, or is scheduled again.
 func TestWorkerStopWhileHandlersWaitToClaim(t *testing.T) {
 	noLeaks(t)
 	const items = 40

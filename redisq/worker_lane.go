@@ -127,7 +127,12 @@ func (w *Worker) claimsOf(q *Queue) *groupCommit[*laneClaim] {
 	g := w.claims[q]
 	if g == nil {
 		g = &groupCommit[*laneClaim]{
-			send:   func(ctx context.Context, cs []*laneClaim) { w.sendClaims(ctx, q, cs) },
+			// Every call is the worker's, under takeCtx: a stop cancels
+			// a batch as it does a lone claim (groupCommit would run a
+			// batch of several calls under no cancellation), which a
+			// client that honours contexts (ContextTimeoutEnabled) ends
+			// at once.
+			send:   func(_ context.Context, cs []*laneClaim) { w.sendClaims(w.takeCtx, q, cs) },
 			limit:  func(cs []*laneClaim) int { return min(len(cs), rdb.ScriptBatch) },
 			spread: 2,
 		}
