@@ -626,7 +626,7 @@ func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, ti
 	return ms, next, nil
 }
 
-// claimAcking acks dones (of this Queue, at most MaxBatch) and claims as
+// claimAcking acks dones (of this Queue, at most rdb.ScriptBatch) and claims as
 // many items in one script, whatever the acks find: acked[i] reports
 // whether dones[i] was acked (false: its lease was lost).
 func (q *Queue) claimAcking(ctx context.Context, dones []*Message) (ms []*Message, next time.Duration, acked []bool, err error) {

@@ -127,11 +127,12 @@ func (w *Worker) claimsOf(q *Queue) *groupCommit[*laneClaim] {
 	g := w.claims[q]
 	if g == nil {
 		g = &groupCommit[*laneClaim]{
-			// Every call is the worker's, under takeCtx: a stop cancels
-			// a batch as it does a lone claim (groupCommit would run a
-			// batch of several calls under no cancellation), which a
-			// client that honours contexts (ContextTimeoutEnabled) ends
-			// at once.
+			// Every call is the worker's, under takeCtx: a stop keeps a
+			// batch from being sent, as it does a lone claim (groupCommit
+			// would run a batch of several calls under no cancellation).
+			// One already sent gets its reply (go-redis stops a read at a
+			// context's deadline, and takeCtx has none), and what it
+			// claimed for handlers that gave up is released.
 			send:   func(_ context.Context, cs []*laneClaim) { w.sendClaims(w.takeCtx, q, cs) },
 			limit:  func(cs []*laneClaim) int { return min(len(cs), rdb.ScriptBatch) },
 			spread: 2,

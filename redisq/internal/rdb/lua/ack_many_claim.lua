@@ -4,7 +4,7 @@
 -- tombstone), 0 lease lost. The claim runs whatever the acks found. The
 -- handlers of a Worker that finish together in a backlog each ack their
 -- message and claim the next in one round trip, one TIME and one claim
--- (see laneClaims), instead of one each.
+-- (see claimNext), instead of one each.
 --
 -- KEYS: sched, lease, dead, wake, stats, seq, timer, late; per ack, its
 --   item's hash and its lease's tombstone
@@ -16,6 +16,10 @@
 --@include ack_one
 
 local now, frac = now_ms()
+-- Each ack reads its keys after the acks before it wrote: a key moved
+-- away mid-migration stops the script after whole acks only, and the
+-- call run again finds their tombstones (as ack_claim, whose claim reads
+-- after its ack wrote).
 local acked = {}
 for j = 10, #ARGV, 3 do acked[#acked + 1] = ack_one(ARGV[j], ARGV[j + 1], now, ARGV[j + 2]) end
 local function claim_reply(out)
