@@ -430,7 +430,11 @@ func (q *Queue) Take(ctx context.Context) (*Message, error) {
 // (then nothing is taken). Any other error may leave done unacked (a ctx
 // that ended first, a Redis error): done.Ack settles it, since a repeated
 // ack of an applied one returns nil. After Close it acks done, then returns
-// ErrClosed. When this Queue waits for a due time a few milliseconds away,
+// ErrClosed. With WithReplicaAcks, an error wrapping ErrNotReplicated says
+// done's ack was applied on the master but not confirmed by the replicas
+// (done.Ack again waits for them once more); nothing is taken: what the
+// script claimed is released at once, its delivery not counted. When this
+// Queue waits for a due time a few milliseconds away,
 // AckTake acks alone and then waits for it, as Take. A done of another Queue
 // value (or another queue) is acked on its own Queue first.
 func (q *Queue) AckTake(ctx context.Context, done *Message) (*Message, error) {
@@ -442,9 +446,23 @@ func (q *Queue) AckTake(ctx context.Context, done *Message) (*Message, error) {
 	}
 	ms, err := q.takeBatch(ctx, 1, done)
 	if err != nil {
+		if len(ms) > 0 { // done's ack unconfirmed: hand back what was claimed
+			q.releaseAll(ctx, ms)
+		}
 		return nil, err
 	}
 	return ms[0], nil
+}
+
+// releaseAll releases ms, which the caller will not return, within
+// settleTimeout even if ctx has ended; a release that fails leaves its item
+// to come back after its lease.
+func (q *Queue) releaseAll(ctx context.Context, ms []*Message) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	for _, m := range ms {
+		_ = m.Release(ctx) // an ErrNotReplicated release was applied too
+	}
 }
 
 // TakeBatch is Take for up to n (1..MaxBatch) items: it blocks until at least
@@ -522,8 +540,11 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 		if !mine {
 			msgs, next, err := q.claim(ctx, n, done)
 			done = nil
-			if err == nil {
+			if err == nil || len(msgs) > 0 {
 				popped = false // the claim acted on the wake-up we consumed
+			}
+			if err != nil && len(msgs) > 0 {
+				return msgs, err // done's ack unconfirmed (see claim)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -609,26 +630,30 @@ func (q *Queue) await(ctx context.Context, wait time.Duration, timed bool) (popp
 // claim runs the claim script once for up to n items (n may be 0 to only
 // reclaim expired leases), after acking done unless it is nil. next is the
 // time until the next due item or lease deadline, or -1. When the claim gave
-// this Queue the timer, it records the deadline (see timerState).
+// this Queue the timer, it records the deadline (see timerState). An error
+// wrapping ErrNotReplicated (WithReplicaAcks: done's ack was applied, not
+// confirmed) comes with the messages the claim leased: the caller holds
+// them (see unconfirmed).
 func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, time.Duration, error) {
 	a := q.claimArgs(n)
 	if done != nil {
 		a.AckID, a.AckToken, a.AckResult = done.ID, done.token, done.result
 	}
 	r, err := q.db.Claim(ctx, a)
-	if err != nil {
-		return nil, 0, err
-	}
-	if r.LeaseLost {
+	if r.LeaseLost { // nothing was acked, nothing claimed
 		return nil, 0, ErrLeaseLost
 	}
+	if err != nil && !unconfirmed(err) {
+		return nil, 0, err
+	}
 	ms, next := q.claimed(r)
-	return ms, next, nil
+	return ms, next, err
 }
 
 // claimAcking acks dones (of this Queue, at most rdb.ScriptBatch) and claims as
 // many items in one script, whatever the acks find: acked[i] reports
-// whether dones[i] was acked (false: its lease was lost).
+// whether dones[i] was acked (false: its lease was lost). Like claim, it
+// returns what it leased with an ErrNotReplicated.
 func (q *Queue) claimAcking(ctx context.Context, dones []*Message) (ms []*Message, next time.Duration, acked []bool, err error) {
 	a := q.claimArgs(len(dones))
 	a.Acks = make([]rdb.Lease, len(dones))
@@ -636,12 +661,17 @@ func (q *Queue) claimAcking(ctx context.Context, dones []*Message) (ms []*Messag
 		a.Acks[i] = rdb.Lease{ID: m.ID, Token: m.token, Result: m.result}
 	}
 	r, err := q.db.Claim(ctx, a)
-	if err != nil {
+	if err != nil && !unconfirmed(err) {
 		return nil, 0, nil, err
 	}
 	ms, next = q.claimed(r)
-	return ms, next, r.Acked, nil
+	return ms, next, r.Acked, err
 }
+
+// unconfirmed reports whether err is an acknowledging write's ErrNotReplicated:
+// the write was applied on the master, and a claim that carried it leased
+// its items all the same.
+func unconfirmed(err error) bool { return errors.Is(err, ErrNotReplicated) }
 
 func (q *Queue) claimArgs(n int) rdb.ClaimArgs {
 	return rdb.ClaimArgs{N: n, Visibility: delayUS(q.opt.visibility), MaxAttempts: q.opt.maxAttempts,

@@ -89,7 +89,9 @@ func (w *Worker) fetch() {
 			}
 		}
 		switch {
-		case err == nil || errors.Is(err, ErrLeaseLost):
+		case err == nil || errors.Is(err, ErrLeaseLost) || unconfirmed(err):
+			// An unconfirmed ack took its messages all the same; the
+			// ack goroutine acks done again.
 			fails = 0
 		case w.takeCtx.Err() != nil:
 			return

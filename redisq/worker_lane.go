@@ -70,8 +70,12 @@ func (w *Worker) runLane(s *lane, d dispatch) {
 		case c.lost:
 			w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
 				"queue", m.q.name, "id", m.ID, "attempt", m.Attempts)
+			w.unhold(1)
+		case c.unconfirmed: // acked on the master: ack again to wait for the replicas
+			w.queueAck(m)
+		default:
+			w.unhold(1)
 		}
-		w.unhold(1)
 		if c.next == nil {
 			return
 		}
@@ -87,7 +91,10 @@ type laneClaim struct {
 	next *Message // claimed for this handler (held), or nil
 	more bool     // messages were due beyond the claim's
 	lost bool     // done's lease was lost: not acked
-	err  error    // the round trip failed: done may or may not be acked
+	// unconfirmed: done was acked on the master, not confirmed by the
+	// replicas (WithReplicaAcks); next and more are set all the same.
+	unconfirmed bool
+	err         error // the round trip failed: done may or may not be acked
 
 	mu   sync.Mutex
 	sent bool // guarded by mu: its batch returned, the fields above are set
@@ -172,13 +179,15 @@ func (w *Worker) sendClaims(ctx context.Context, q *Queue, cs []*laneClaim) {
 	w.held += len(ms)
 	w.mu.Unlock()
 	var orphans []*Message
+	nr := unconfirmed(err) // the script ran: its items are handed out
 	for i, c := range cs {
 		c.mu.Lock()
 		c.sent = true
-		if err != nil {
+		if err != nil && !nr {
 			c.err = err
 		} else {
 			c.lost = !acked[i]
+			c.unconfirmed = nr && acked[i]
 			c.more = next == 0
 			if i < len(ms) {
 				c.next = ms[i]
@@ -470,6 +479,9 @@ func (w *Worker) ack(ms []*Message) {
 			case try < 2 && ctx.Err() == nil:
 				again = append(again, ms[i])
 				againErrs = append(againErrs, err)
+			case unconfirmed(err):
+				w.log.Warn("redisq: worker: ack applied but not confirmed by the replicas; a failover may redeliver the message",
+					"queue", ms[i].q.name, "id", ms[i].ID, "err", err)
 			default:
 				w.log.Warn("redisq: worker: ack failed; the message will be redelivered after its lease",
 					"queue", ms[i].q.name, "id", ms[i].ID, "err", err)

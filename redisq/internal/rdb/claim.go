@@ -65,7 +65,9 @@ type ClaimReply struct {
 }
 
 // Claim runs one claim, bounded whatever the arguments (see
-// lua/claim.lua).
+// lua/claim.lua). A claim that acks (AckID, Acks) returns its reply with an
+// error wrapping ErrNotReplicated when the replicas did not confirm it: its
+// items are leased to the caller all the same.
 func (r *Runner) Claim(ctx context.Context, a ClaimArgs) (ClaimReply, error) {
 	s := scriptClaim
 	watch := "0"
@@ -88,8 +90,27 @@ func (r *Runner) Claim(ctx context.Context, a ClaimArgs) (ClaimReply, error) {
 		}
 	}
 	res, err := r.run(ctx, s, extra, args...)
-	if err != nil {
+	if err != nil && (res == nil || !errors.Is(err, ErrNotReplicated)) {
 		return ClaimReply{}, err
+	}
+	// An ErrNotReplicated comes with the script's reply: the acks and the
+	// claim were applied on the master, and the items it leased are the
+	// caller's, returned with the error.
+	c, derr := r.claimReply(a, res)
+	if derr != nil {
+		return ClaimReply{}, derr
+	}
+	return c, err
+}
+
+// claimReply decodes the reply of a claim run with a.
+//
+// Output: {now, next, timed, item..., acked...}, each item its id, payload,
+// attempts, due, token, lease deadline and the job fields; acked has one 0/1
+// per a.Acks; next is -2 when a.AckID's lease was lost.
+func (r *Runner) claimReply(a ClaimArgs, res []interface{}) (ClaimReply, error) {
+	if len(res) < 3 {
+		return ClaimReply{}, errors.New("redisq: claim: malformed reply")
 	}
 	var acked []bool
 	if k := len(a.Acks); k > 0 {
