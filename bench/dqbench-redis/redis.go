@@ -326,20 +326,37 @@ func serverCPU(ctx context.Context, c *redis.Client) time.Duration {
 // commandCalls returns INFO commandstats call counts by command (nil: not
 // available).
 func commandCalls(ctx context.Context, c *redis.Client) map[string]int64 {
+	calls, _ := commandStats(ctx, c)
+	return calls
+}
+
+// commandStats returns INFO commandstats call counts and time (usec) by
+// command (nil: not available).
+func commandStats(ctx context.Context, c *redis.Client) (calls, usec map[string]int64) {
 	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	m := map[string]int64{}
+	return parseCommandStats(info)
+}
+
+// parseCommandStats reads the text of INFO commandstats.
+func parseCommandStats(info string) (calls, usec map[string]int64) {
+	calls, usec = map[string]int64{}, map[string]int64{}
 	for _, l := range strings.Split(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimRight(l, "\r"), ":calls=")
 		if !ok || !strings.HasPrefix(name, "cmdstat_") {
 			continue
 		}
-		n, _, _ := strings.Cut(rest, ",")
-		m[strings.TrimPrefix(name, "cmdstat_")], _ = strconv.ParseInt(n, 10, 64)
+		name = strings.TrimPrefix(name, "cmdstat_")
+		n, rest, _ := strings.Cut(rest, ",")
+		calls[name], _ = strconv.ParseInt(n, 10, 64)
+		if u, ok := strings.CutPrefix(rest, "usec="); ok {
+			u, _, _ = strings.Cut(u, ",")
+			usec[name], _ = strconv.ParseInt(u, 10, 64)
+		}
 	}
-	return m
+	return calls, usec
 }
 
 // perItemNote describes the commands the producers and consumers sent per

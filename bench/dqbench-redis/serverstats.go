@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,12 +19,41 @@ import (
 // should be a scratch one that nothing else uses meanwhile.
 type serverSnap struct {
 	calls map[string]int64 // nil: unavailable
+	usec  map[string]int64 // time in each command (INFO commandstats); nil: unavailable
 	cpu   time.Duration    // < 0: unavailable
 	mem   int64            // used_memory, bytes; < 0: unavailable
 }
 
 func snapServer(ctx context.Context, c *redis.Client) serverSnap {
-	return serverSnap{calls: commandCalls(ctx, c), cpu: serverCPU(ctx, c), mem: serverMem(ctx, c)}
+	calls, usec := commandStats(ctx, c)
+	return serverSnap{calls: calls, usec: usec, cpu: serverCPU(ctx, c), mem: serverMem(ctx, c)}
+}
+
+// scriptCommands are the commands that run a script: their time in INFO
+// commandstats includes the commands the script runs, which are counted
+// under their own names too.
+var scriptCommands = []string{"evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro"}
+
+// timeSplit splits the server's time from s0 to s by INFO commandstats:
+// calls of scripts, the time in them (their commands' included), and the
+// time in every other command (a script's own commands and the commands
+// sent alone). ok is false when a reading is missing.
+func (s serverSnap) timeSplit(s0 serverSnap) (scripts, scriptUs, otherUs int64, ok bool) {
+	if s.usec == nil || s0.usec == nil {
+		return 0, 0, 0, false
+	}
+	for k, v := range s.usec {
+		if k == "info" {
+			continue
+		}
+		if slices.Contains(scriptCommands, k) {
+			scripts += s.calls[k] - s0.calls[k]
+			scriptUs += v - s0.usec[k]
+		} else {
+			otherUs += v - s0.usec[k]
+		}
+	}
+	return scripts, scriptUs, otherUs, true
 }
 
 // serverMem returns the server's used_memory (INFO memory; -1: unknown).
@@ -95,6 +125,14 @@ func setServer(r *report.Result, items int, snaps ...serverSnap) {
 	if len(snaps) == 3 {
 		note += fmt.Sprintf("; of the commands, %s per item while enqueueing, %s while consuming",
 			per(snaps[1].commandsSince(first)), per(last.commandsSince(snaps[1])))
+	}
+	if n, sus, ous, ok := last.timeSplit(first); ok && n > 0 && cpu >= 0 {
+		// What a script costs beyond the commands it runs is the Lua
+		// around them: the script's setup (its arguments, its local
+		// functions) and each redis.call's conversions.
+		us := func(v int64) string { return report.Dur(v * 1000 / int64(items)) }
+		note += fmt.Sprintf("; of its CPU per item (INFO commandstats usec): %s in %s script calls (%s per call), the commands inside them and those sent alone %s, outside any command (sockets, event loop) %s",
+			us(sus), per(n), report.Dur(sus*1000/n), us(ous), report.Dur((int64(cpu)-(sus*1000))/int64(items)))
 	}
 	r.Note = report.JoinNote(r.Note, note)
 }
