@@ -433,7 +433,8 @@ func (q *Queue) Take(ctx context.Context) (*Message, error) {
 // ErrClosed. With WithReplicaAcks, an error wrapping ErrNotReplicated says
 // done's ack was applied on the master but not confirmed by the replicas
 // (done.Ack again waits for them once more); nothing is taken: what the
-// script claimed is released at once, its delivery not counted. When this
+// script claimed is released at once, with Attempts as before (see
+// Message.Release). When this
 // Queue waits for a due time a few milliseconds away,
 // AckTake acks alone and then waits for it, as Take. A done of another Queue
 // value (or another queue) is acked on its own Queue first.

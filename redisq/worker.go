@@ -473,7 +473,11 @@ func (w *Worker) release(ms []*Message) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(w.base, settleTimeout)
 			defer cancel()
-			if err := m.Release(ctx); err != nil && !errors.Is(err, ErrLeaseLost) {
+			err := m.Release(ctx)
+			switch {
+			case unconfirmed(err):
+				w.warnUnconfirmed("release", m, err)
+			case err != nil && !errors.Is(err, ErrLeaseLost):
 				w.log.Warn("redisq: worker: releasing a message failed; it is redelivered after its lease",
 					"queue", m.q.name, "id", m.ID, "err", err)
 			}

@@ -66,6 +66,9 @@ func (w *Worker) fetch() {
 				w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
 					"queue", w.q.name, "id", done.ID, "attempt", done.Attempts)
 				w.unhold(1)
+			case unconfirmed(err):
+				w.warnUnconfirmed("ack", done, err)
+				w.unhold(1)
 			default: // maybe not acked: the ack goroutine settles it
 				w.queueAck(done)
 			}
@@ -90,8 +93,7 @@ func (w *Worker) fetch() {
 		}
 		switch {
 		case err == nil || errors.Is(err, ErrLeaseLost) || unconfirmed(err):
-			// An unconfirmed ack took its messages all the same; the
-			// ack goroutine acks done again.
+			// An unconfirmed ack took its messages all the same.
 			fails = 0
 		case w.takeCtx.Err() != nil:
 			return

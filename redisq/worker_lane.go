@@ -70,12 +70,10 @@ func (w *Worker) runLane(s *lane, d dispatch) {
 		case c.lost:
 			w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
 				"queue", m.q.name, "id", m.ID, "attempt", m.Attempts)
-			w.unhold(1)
-		case c.unconfirmed: // acked on the master: ack again to wait for the replicas
-			w.queueAck(m)
-		default:
-			w.unhold(1)
+		case c.unconfirmed:
+			w.warnUnconfirmed("ack", m, c.ackErr)
 		}
+		w.unhold(1)
 		if c.next == nil {
 			return
 		}
@@ -92,8 +90,10 @@ type laneClaim struct {
 	more bool     // messages were due beyond the claim's
 	lost bool     // done's lease was lost: not acked
 	// unconfirmed: done was acked on the master, not confirmed by the
-	// replicas (WithReplicaAcks); next and more are set all the same.
+	// replicas (WithReplicaAcks: ackErr says how); next and more are set
+	// all the same.
 	unconfirmed bool
+	ackErr      error
 	err         error // the round trip failed: done may or may not be acked
 
 	mu   sync.Mutex
@@ -187,7 +187,9 @@ func (w *Worker) sendClaims(ctx context.Context, q *Queue, cs []*laneClaim) {
 			c.err = err
 		} else {
 			c.lost = !acked[i]
-			c.unconfirmed = nr && acked[i]
+			if c.unconfirmed = nr && acked[i]; c.unconfirmed {
+				c.ackErr = err
+			}
 			c.more = next == 0
 			if i < len(ms) {
 				c.next = ms[i]
@@ -340,6 +342,8 @@ func (w *Worker) settle(m *Message, herr error) {
 		out = r.Outcome
 	}
 	switch {
+	case unconfirmed(err):
+		w.warnUnconfirmed("settling a failed message", m, err)
 	case err != nil:
 		w.log.Warn("redisq: worker: settling a failed message failed; it is redelivered after its lease",
 			"queue", m.q.name, "id", m.ID, "attempt", m.Attempts, "err", err)
@@ -476,12 +480,11 @@ func (w *Worker) ack(ms []*Message) {
 			case errors.Is(err, ErrLeaseLost):
 				w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
 					"queue", ms[i].q.name, "id", ms[i].ID, "attempt", ms[i].Attempts)
+			case unconfirmed(err):
+				w.warnUnconfirmed("ack", ms[i], err)
 			case try < 2 && ctx.Err() == nil:
 				again = append(again, ms[i])
 				againErrs = append(againErrs, err)
-			case unconfirmed(err):
-				w.log.Warn("redisq: worker: ack applied but not confirmed by the replicas; a failover may redeliver the message",
-					"queue", ms[i].q.name, "id", ms[i].ID, "err", err)
 			default:
 				w.log.Warn("redisq: worker: ack failed; the message will be redelivered after its lease",
 					"queue", ms[i].q.name, "id", ms[i].ID, "err", err)
@@ -498,4 +501,13 @@ func (w *Worker) ack(ms []*Message) {
 		}
 		ms, errs = again, againErrs
 	}
+}
+
+// warnUnconfirmed logs a write of m's (what) that the master applied and
+// fewer replicas than WithReplicaAcks asks for confirmed in time: it stands
+// unless a failover loses it. Writing it again would only wait for the
+// replicas once more, so the worker goes on.
+func (w *Worker) warnUnconfirmed(what string, m *Message, err error) {
+	w.log.Warn("redisq: worker: "+what+" applied but not confirmed by the replicas; a failover may undo it",
+		"queue", m.q.name, "id", m.ID, "attempt", m.Attempts, "err", err)
 }
