@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -28,6 +29,9 @@ type Message struct {
 
 	token  string
 	result []byte // SetResult's, kept by the ack if the job retains the item
+	// acked: an ack of this lease was applied and confirmed (by Ack, or by
+	// the claim of an AckTake that carried it): Ack returns nil at once.
+	acked atomic.Bool
 }
 
 // MaxResultBytes bounds what SetResult keeps.
@@ -55,8 +59,13 @@ func (m *Message) SetResult(b []byte) error {
 // ack may or may not have been applied). An Ack that was applied but whose
 // reply was lost, and is run again within 30 s (as go-redis does itself after
 // a read timeout, or a retry of yours), returns nil: the applied ack is
-// remembered by its lease token.
+// remembered by its lease token. An Ack of a message whose ack this Message
+// saw confirmed (an earlier Ack, or an AckTake that acked it before it
+// failed) returns nil at once.
 func (m *Message) Ack(ctx context.Context) error {
+	if m.acked.Load() {
+		return nil
+	}
 	l := m.lease()
 	l.Result = m.result
 	ok, err := m.q.db.Ack(ctx, l)
@@ -66,6 +75,7 @@ func (m *Message) Ack(ctx context.Context) error {
 	if !ok {
 		return ErrLeaseLost
 	}
+	m.acked.Store(true)
 	return nil
 }
 

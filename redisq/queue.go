@@ -647,6 +647,9 @@ func (q *Queue) claim(ctx context.Context, n int, done *Message) ([]*Message, ti
 	if err != nil && !unconfirmed(err) {
 		return nil, 0, err
 	}
+	if done != nil && err == nil {
+		done.acked.Store(true) // a failure after this claim leaves done acked
+	}
 	ms, next := q.claimed(r)
 	return ms, next, err
 }

@@ -160,9 +160,15 @@ type Worker struct {
 	err   error       // guarded by mu: what Run returns
 	// Set by Run before it starts a goroutine, read-only after:
 	lanes      []*lane
-	base       context.Context // handlers' and settles' parent: Run's values, not its cancellation
+	base       context.Context // handlers' parent: Run's values, not its cancellation
 	takeCtx    context.Context // the taking goroutine's: ends when the worker stops taking
 	cancelTake context.CancelCauseFunc
+	// settles is the parent of every Ack, Nack, Release and extension: it
+	// ends settleTimeout after a forced stop (hardStop), so that the
+	// settles Redis does not answer then are given up together, not one
+	// settleTimeout after another; and when Run returns.
+	settles    context.Context
+	endSettles context.CancelFunc
 }
 
 // workerPhase is where a Worker is in its life; it only moves forward.
@@ -292,6 +298,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.base = context.WithoutCancel(ctx)
 	w.takeCtx, w.cancelTake = context.WithCancelCause(w.base)
+	w.settles, w.endSettles = context.WithCancel(w.base)
 	w.lanes = make([]*lane, w.n)
 	for i := range w.lanes {
 		s := &lane{}
@@ -351,6 +358,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-stopped
 	}
 	w.cancelTake(nil)
+	w.endSettles()
 	w.mu.Lock()
 	err := w.err
 	w.closeDoneLocked()
@@ -378,8 +386,10 @@ func (w *Worker) closeDoneLocked() { w.doneOnce.Do(func() { close(w.done) }) }
 // cancels the handlers' contexts (cause ErrWorkerStopped), hands every
 // message still held back at once with Message.Release (no attempt
 // counted; another consumer gets it within a round trip, not after the
-// visibility timeout), waits for the messages being settled (a Release,
-// Ack or Nack that Redis does not answer gives up after 10 s), and returns
+// visibility timeout), waits for the messages being settled (those that
+// Redis does not answer are given up 10 s after ctx ends; a round trip
+// under way then ends at the client's ReadTimeout, or its DialTimeout for
+// a new connection), and returns
 // ctx.Err(); Run returns once the handlers have returned. The results of
 // handlers cancelled this way are dropped. Shutdown before Run makes Run
 // return at once. It may be called more than once, and concurrently.
@@ -444,8 +454,10 @@ func (w *Worker) stop(force bool) bool {
 	return true
 }
 
-// hardStop cancels every running handler and releases its message.
+// hardStop cancels every running handler and releases its message, and
+// gives every settle, from now on, settleTimeout in all.
 func (w *Worker) hardStop() {
+	time.AfterFunc(settleTimeout, w.endSettles)
 	w.mu.Lock()
 	var js []*job
 	for _, s := range w.lanes {
@@ -471,7 +483,7 @@ func (w *Worker) release(ms []*Message) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(w.base, settleTimeout)
+			ctx, cancel := context.WithTimeout(w.settles, settleTimeout)
 			defer cancel()
 			err := m.Release(ctx)
 			switch {

@@ -69,6 +69,8 @@ func (w *Worker) fetch() {
 			case unconfirmed(err):
 				w.warnUnconfirmed("ack", done, err)
 				w.unhold(1)
+			case done.acked.Load(): // acked by the claim; what followed failed
+				w.unhold(1)
 			default: // maybe not acked: the ack goroutine settles it
 				w.queueAck(done)
 			}

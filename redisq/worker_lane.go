@@ -322,7 +322,7 @@ func (w *Worker) call(ctx context.Context, m *Message) (err error) {
 // MaxReasonLen). A message that this kills is logged at Warn, whatever the
 // middleware: a dead letter waits for an operator.
 func (w *Worker) settle(m *Message, herr error) {
-	ctx, cancel := context.WithTimeout(w.base, settleTimeout)
+	ctx, cancel := context.WithTimeout(w.settles, settleTimeout)
 	defer cancel()
 	reason := herr.Error()
 	var out NackOutcome
@@ -386,7 +386,7 @@ func (w *Worker) tick(s *lane) {
 	vis := j.m.q.opt.visibility
 	every := vis / 3
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(w.base, min(vis, settleTimeout))
+	ctx, cancel := context.WithTimeout(w.settles, min(vis, settleTimeout))
 	_, err := j.m.extend(ctx, vis)
 	cancel()
 
@@ -467,11 +467,19 @@ func ackByQueue(ctx context.Context, ms []*Message, errs []error) {
 // ack acks ms, retrying a failed round trip twice (an applied ack whose
 // reply was lost reports success: see Ack).
 func (w *Worker) ack(ms []*Message) {
-	ctx, cancel := context.WithTimeout(w.base, settleTimeout)
+	ctx, cancel := context.WithTimeout(w.settles, settleTimeout)
 	defer cancel()
 	errs := make([]error, len(ms))
 	for try := 0; ; try++ {
-		ackByQueue(ctx, ms, errs)
+		if err := ctx.Err(); err != nil {
+			// Given up (the settles of a forced stop ended) while this
+			// batch queued behind another: do not send it.
+			for i := range errs {
+				errs[i] = err
+			}
+		} else {
+			ackByQueue(ctx, ms, errs)
+		}
 		var again []*Message
 		var againErrs []error
 		for i, err := range errs {
