@@ -139,7 +139,10 @@ func (w *Worker) claimsOf(q *Queue) *groupCommit[*laneClaim] {
 			// would run a batch of several calls under no cancellation).
 			// One already sent gets its reply (go-redis stops a read at a
 			// context's deadline, and takeCtx has none), and what it
-			// claimed for handlers that gave up is released.
+			// claimed for handlers that gave up is released; unless the
+			// server stalls past the client's ReadTimeout, when go-redis
+			// does not retry under the cancelled ctx and, as with any
+			// lost reply, the items wait for their visibility timeout.
 			send:   func(_ context.Context, cs []*laneClaim) { w.sendClaims(w.takeCtx, q, cs) },
 			limit:  func(cs []*laneClaim) int { return min(len(cs), rdb.ScriptBatch) },
 			spread: 2,
