@@ -75,7 +75,8 @@ type regRow struct {
 	CatchUp         int
 	// Policy is its occurrence policy ("skip overlap, window 10m0s", ""
 	// for none: redisq Overlap, CatchUpWindow); Skipped the occurrences
-	// it skipped, with the last one's reason.
+	// it skipped, with the last one's reason (shown: anyone may have
+	// written it).
 	Policy      string
 	Skipped     int64
 	SkipReason  string
@@ -166,7 +167,10 @@ func (h *handler) recurringList(ctx context.Context, r *http.Request, q *redisq.
 		row := regRow{NameShown: shown(g.Name), Spec: shown(g.Spec), Last: at(g.Last, d.Now), Next: at(g.Next, d.Now),
 			Behind: isBehind(g, d.Now), Ended: g.Ended, CatchUp: g.CatchUp, Version: g.Version, PayloadSize: g.PayloadSize,
 			Seen: at(g.Seen, d.Now), Orphaned: g.Orphaned(d.Now), Paused: at(g.Paused, d.Now),
-			Policy: policyText(g), Skipped: g.Skipped, SkipReason: string(g.LastSkipReason)}
+			Policy: policyText(g), Skipped: g.Skipped}
+		if g.LastSkipReason != "" {
+			row.SkipReason = shownReason(string(g.LastSkipReason))
+		}
 		row.Long = len(row.NameShown) > longID
 		if g.SpecErr != nil && g.Next.IsZero() {
 			row.SpecErr = message(g.SpecErr.Error())

@@ -410,4 +410,14 @@ func TestRecurringPolicyShown(t *testing.T) {
 			t.Errorf("the row of %s lacks %s:\n%s", name, want, rows[name])
 		}
 	}
+	// Issue 41, item 9: a reason anyone else stored is escaped as names
+	// are (checkPage fails on a raw bidi or control character).
+	if err := f.C.HSet(ctx, "{dq:orders}:rec:sync", "lw", "la\u202ete<b>\x1b\xff").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r = get(t, client(t), f.TabURL("orders", "recurring"))
+	checkPage(t, "recurring tab with a hostile skip reason", r, 200<<10)
+	if want := `1 <span class="muted">(last: &#34;la\u202ete&lt;b&gt;\x1b\xff&#34;)</span>`; !strings.Contains(regRows(t, r.body)["sync"], want) {
+		t.Errorf("the row of sync lacks %s:\n%s", want, regRows(t, r.body)["sync"])
+	}
 }

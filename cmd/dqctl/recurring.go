@@ -138,12 +138,13 @@ func policyCell(r redisq.Registration) string {
 	return strings.Join(p, ", ")
 }
 
-// skippedCell is the SKIPPED column: how many, and why the last was.
+// skippedCell is the SKIPPED column: how many, and why the last was
+// (read from Redis, where anyone may have written anything: a cell).
 func skippedCell(r redisq.Registration) string {
 	if r.Skipped == 0 {
 		return "0"
 	}
-	return fmt.Sprintf("%d (last %s)", r.Skipped, r.LastSkipReason)
+	return fmt.Sprintf("%d (last %s)", r.Skipped, cell(string(r.LastSkipReason)))
 }
 
 // behind: the registration's next occurrence has come and no process has

@@ -446,6 +446,14 @@ func TestRegisterPolicies(t *testing.T) {
 	r.want(t, exitOK, "skip overlap, window 10m0s", "2 (last late)")
 	r = dqctl(t, "", append(a, "recurring", "orders", "-json")...)
 	r.want(t, exitOK, `"overlap": "skip"`, `"catch_up_window": "10m0s"`, `"skipped": 2`, `"last_skip_reason": "late"`)
+	// Issue 41, item 9: a reason stored by anyone else is escaped like
+	// every other field (dqctl checks the output holds no raw control or
+	// bidi character), in the table and in the JSON.
+	if err := f.c.HSet(ctx, "{dq:orders}:rec:sync", "lw", "la\u202ete\x1b[2J\xff").Err(); err != nil {
+		t.Fatal(err)
+	}
+	dqctl(t, "", append(a, "recurring", "orders")...).want(t, exitOK, `2 (last "la\u202ete\x1b[2J\xff")`)
+	dqctl(t, "", append(a, "recurring", "orders", "-json")...).want(t, exitOK, `"last_skip_reason": "la\u202ete\u001b[2J\ufffd"`)
 }
 
 // TestBackfill: backfill enqueues the past occurrences of a range, due
