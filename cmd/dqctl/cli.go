@@ -115,6 +115,11 @@ func (c *conn) client(ctx context.Context) (redis.UniversalClient, error) {
 	pctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if err := cl.Ping(pctx).Err(); err != nil {
+		if redis.IsPermissionError(err) && strings.Contains(err.Error(), "'ping'") {
+			// The server answered, as this user's server should: one
+			// that may not PING (dqproducer) may still run the command.
+			return cl, nil
+		}
 		_ = cl.Close()
 		return nil, c.pingErr(ctx, pctx, limit, err)
 	}
@@ -159,15 +164,19 @@ func (c *conn) setHandshake(err error) {
 }
 
 // pingErr says why the first PING, under pctx (limit, within ctx),
-// failed with err: a server that does not speak TLS (with -tls), no
-// answer in time, or no connection.
+// failed with err: the server's refusal (a wrong password, a bad -db),
+// a server that does not speak TLS (with -tls), no answer in time, or no
+// connection.
 func (c *conn) pingErr(ctx, pctx context.Context, limit time.Duration, err error) error {
 	c.mu.Lock()
 	hs := c.handshake
 	c.mu.Unlock()
 	var rec tls.RecordHeaderError
+	var said redis.Error
 	timedOut := errors.Is(err, context.DeadlineExceeded) && pctx.Err() != nil && ctx.Err() != context.Canceled
 	switch {
+	case errors.As(err, &said):
+		return c.refusal(said)
 	case hs != nil && (errors.As(hs, &rec) || strings.Contains(hs.Error(), "does not look like a TLS handshake")):
 		return fmt.Errorf("Redis at %s did not speak TLS (its first reply is not a TLS record): connect without -tls, or to its TLS port (%v)", c.where(), hs)
 	case hs != nil && timedOut:
@@ -178,6 +187,21 @@ func (c *conn) pingErr(ctx, pctx context.Context, limit time.Duration, err error
 		return fmt.Errorf("Redis at %s did not answer within %v: timed out (-timeout %v)", c.where(), limit, c.timeout)
 	}
 	return fmt.Errorf("cannot reach Redis at %s: %w", c.where(), err)
+}
+
+// refusal says what a server that answered the connection with an error
+// said, with what to change when the flags can be at fault.
+func (c *conn) refusal(said redis.Error) error {
+	hint := ""
+	switch msg := said.Error(); {
+	case redis.IsAuthError(said):
+		hint = " (check -user and -password, or DQCTL_USER and DQCTL_PASSWORD)"
+	case strings.Contains(msg, "DB index is out of range"):
+		hint = fmt.Sprintf(" (-db %d: the server has fewer databases, its databases setting)", c.db)
+	case redis.IsPermissionError(said):
+		hint = " (the Redis user's ACL; docs/operations.md has the rules)"
+	}
+	return fmt.Errorf("Redis at %s refused the connection: %w%s", c.where(), said, hint)
 }
 
 // command is one subcommand.

@@ -221,6 +221,46 @@ func TestConnectionErrorsSayWhy(t *testing.T) {
 	}
 }
 
+// TestServerRefusalsSaySo (issue 41, item 13): a server that answered
+// the connection with an error (a wrong password, a bad -db, a user
+// without PING) was reported as "cannot reach Redis". Now dqctl says what
+// the server said, keeps "cannot reach" for a connection that failed, and
+// goes on when the only refusal is PING's.
+func TestServerRefusalsSaySo(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	users := aclLines(t)
+	for _, args := range [][]interface{}{users["dqproducer"], users["dqreader"], {"ACL", "SETUSER", "noselect", "on", ">pw", "~*", "-@all", "+ping"}} {
+		if err := f.c.Do(ctx, args...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-redis", f.addr, "-user", "dqreader", "-password", "wrong", "queues"},
+			"Redis at " + f.addr + " refused the connection: WRONGPASS invalid username-password pair or user is disabled. (check -user and -password"},
+		{[]string{"-redis", f.addr, "-user", "nobody", "-password", "pw", "queues"},
+			"Redis at " + f.addr + " refused the connection: WRONGPASS"},
+		{[]string{"-redis", f.addr, "-db", "99", "queues"},
+			"Redis at " + f.addr + " db 99 refused the connection: ERR DB index is out of range (-db 99: the server has fewer databases"},
+		{[]string{"-redis", f.addr, "-user", "noselect", "-password", "pw", "-db", "2", "queues"},
+			"Redis at " + f.addr + " db 2 refused the connection: NOPERM this user has no permissions to run the 'select' command (the Redis user's ACL"},
+	} {
+		r := dqctl(t, "", c.args...)
+		if r.code != exitError || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "cannot reach") {
+			t.Errorf("%v: exit %d, want %d saying %q\n%s", c.args, r.code, exitError, c.want, r.stderr)
+		}
+	}
+	// The documented producer may not PING: it registers a recurring job
+	// all the same.
+	dqctl(t, "", "-redis", f.addr, "-user", "dqproducer", "-password", "pw", "register", "orders", "nightly", "every 24h").
+		want(t, exitOK, `created registration "nightly" of queue "orders"`)
+	// A port nobody listens on: the connection failed.
+	dqctl(t, "", "-redis", "127.0.0.1:1", "queues").want(t, exitError, "cannot reach Redis at 127.0.0.1:1: dial tcp 127.0.0.1:1")
+}
+
 func TestQueuesStatsList(t *testing.T) {
 	f := newFixture(t, "orders")
 	f.neighbour(t)
