@@ -169,6 +169,10 @@ type Worker struct {
 	// settleTimeout after another; and when Run returns.
 	settles    context.Context
 	endSettles context.CancelFunc
+	// releasing counts hardStop's releases in flight: Run waits for them
+	// before it ends settles, since a forced stop by Shutdown runs in
+	// Shutdown's goroutine and Run may return before they are sent.
+	releasing sync.WaitGroup
 }
 
 // workerPhase is where a Worker is in its life; it only moves forward.
@@ -358,6 +362,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-stopped
 	}
 	w.cancelTake(nil)
+	w.releasing.Wait() // bounded: hardStop ends settles settleTimeout after it starts
 	w.endSettles()
 	w.mu.Lock()
 	err := w.err
@@ -466,6 +471,14 @@ func (w *Worker) hardStop() {
 			js = append(js, j)
 		}
 	}
+	if len(js) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	// Added under mu with the jobs' state, so before their lanes return
+	// and Run can wait.
+	w.releasing.Add(1)
+	defer w.releasing.Done()
 	w.mu.Unlock()
 	ms := make([]*Message, len(js))
 	for i, j := range js {
