@@ -154,6 +154,22 @@ return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')`)
 				return 2
 			}
 		}
+	case "recworker":
+		// Runs a Worker (and so a keeper) on the queue, printing "RAN id
+		// occurrence-ms due-ms" as each occurrence starts. A run due more
+		// than a second after its occurrence is a backfilled one: it runs
+		// for REDISQ_HOLD; a regular one returns at once.
+		hold, _ := time.ParseDuration(os.Getenv("REDISQ_HOLD"))
+		w := NewWorker(q, func(ctx context.Context, m *Message) error {
+			_, at, _ := Occurrence(m.ID)
+			fmt.Printf("RAN %s %d %d\n", m.ID, at.UnixMilli(), m.Due.UnixMilli())
+			if m.Due.Sub(at) > time.Second {
+				time.Sleep(hold)
+			}
+			return nil
+		}, WorkerOptions{Concurrency: 4, Heartbeat: -1})
+		fmt.Println("ERR", w.Run(ctx))
+		return 2
 	}
 	return 3
 }

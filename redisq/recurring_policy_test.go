@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -460,4 +462,145 @@ func TestSkippedCounter(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, st.Skipped)
 	require.Equal(t, st.Enqueued, st.Acked+st.Cancelled+st.Deleted+st.Skipped+st.Scheduled+st.InFlight+st.Dead)
+}
+
+// A Backfill that re-creates the item of an occurrence which ran under
+// OverlapSkip (its id still listed as running, its lease settled) does
+// not make the next regular occurrence skip as overlapping: a backfilled
+// run does not count, even under the id of one that did.
+func TestOverlapSkipIgnoresBackfillUnderRunID(t *testing.T) {
+	s := startRedis(t)
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "overlap-bf")
+	ids := missed(t, q, "bf", 1, Overlap(OverlapSkip))
+	for _, id := range ids[:2] { // the two past occurrences run one after the other
+		got, ms := takeIDs(t, q, 1)
+		require.Equal(t, []string{id}, got)
+		require.NoError(t, ms[0].Ack(ctx))
+	}
+	r, err := q.Registration(ctx, "bf")
+	require.NoError(t, err)
+	_, first, ok := Occurrence(ids[0])
+	require.True(t, ok)
+	res, err := q.Backfill(ctx, "bf", first, r.Enqueued)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Enqueued, "both past occurrences again")
+	got, backfilled := takeIDs(t, q, 2)
+	require.Equal(t, ids[:2], got, "the backfilled runs")
+
+	// The next regular occurrence comes due while both backfilled ones run.
+	next := occurrenceAt(t, q, "bf", -time.Millisecond)
+	got, ms := takeIDs(t, q, 1)
+	require.Equal(t, []string{next}, got, "the regular occurrence runs beside the backfilled ones")
+	r, err = q.Registration(ctx, "bf")
+	require.NoError(t, err)
+	require.Zero(t, r.Skipped, "skipped as %q", r.LastSkipReason)
+
+	// And a regular occurrence that runs still makes the one after it skip.
+	skipped := occurrenceAt(t, q, "bf", -time.Microsecond)
+	got, _ = takeIDs(t, q, 1)
+	require.Empty(t, got)
+	r, err = q.Registration(ctx, "bf")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, r.Skipped)
+	require.Equal(t, skipped, r.LastSkipped)
+	require.Empty(t, errsOf(q.AckMany(ctx, append(backfilled, ms...))))
+	audit(t, q)
+}
+
+// Across processes: two Workers keep and run a registration every 2 s
+// under OverlapSkip; the regular runs return at once, and a Backfill of
+// the occurrences that ran makes long runs (3 s each) under their ids,
+// interleaved with the regular ones that come due meanwhile. No regular
+// occurrence is skipped, and each runs once.
+func TestOverlapSkipBackfillAcrossProcesses(t *testing.T) {
+	s := startRedis(t, "--appendfsync", "no")
+	c := s.client(t)
+	ctx := context.Background()
+	q := newQueue(t, c, "overlap-bfx")
+	const period = 2 * time.Second
+	_, err := q.Register(ctx, "bfx", Every(period), nil, Overlap(OverlapSkip))
+	require.NoError(t, err)
+
+	type run struct {
+		id      string
+		at, due time.Time
+	}
+	var mu sync.Mutex
+	var runs []run
+	for me := range 2 {
+		_, sc := helperProcess(t, "recworker", "REDISQ_ADDR="+s.addr(), "REDISQ_QUEUE=overlap-bfx",
+			"REDISQ_VIS=30s", "REDISQ_HOLD=3s", fmt.Sprintf("REDISQ_ME=%d", me))
+		go func() {
+			for sc.Scan() {
+				f := fields(sc.Text())
+				if len(f) == 4 && f[0] == "RAN" {
+					at, _ := strconv.ParseInt(f[2], 10, 64)
+					due, _ := strconv.ParseInt(f[3], 10, 64)
+					mu.Lock()
+					runs = append(runs, run{f[1], time.UnixMilli(at), time.UnixMilli(due)})
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	snapshot := func() []run {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(runs)
+	}
+	regular := func(rs []run) (out []run) {
+		for _, r := range rs {
+			if r.due.Sub(r.at) <= time.Second {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	eventually(t, 30*time.Second, "three regular runs", func() bool { return len(regular(snapshot())) >= 3 })
+	rs := regular(snapshot())
+	slices.SortFunc(rs, func(a, b run) int { return a.at.Compare(b.at) })
+	// The last two again, the one that ran last among them, whose id the
+	// registration lists as running until a start drops it: their
+	// backfilled runs are due over a second after their occurrences, so
+	// they are told from regular ones.
+	untilRedisTime(t, c, rs[2].at.Add(1100*time.Millisecond))
+	bf, err := q.Backfill(ctx, "bfx", rs[1].at, rs[2].at.Add(time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, 2, bf.Enqueued)
+	backfilledAt := redisNow(t, c)
+	// The regular occurrences due while the backfilled runs last.
+	eventually(t, 60*time.Second, "three regular runs after the backfill", func() bool {
+		n := 0
+		for _, r := range regular(snapshot()) {
+			if r.at.After(backfilledAt) {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	reg, err := q.Registration(ctx, "bfx")
+	require.NoError(t, err)
+	require.Zero(t, reg.Skipped, "a regular occurrence was skipped (%s, %q)", reg.LastSkipped, reg.LastSkipReason)
+	seen := map[string]int{}
+	longs := 0
+	for _, r := range snapshot() {
+		if r.due.Sub(r.at) > time.Second {
+			longs++
+			continue
+		}
+		seen[r.id]++
+	}
+	require.Equal(t, bf.Enqueued, longs, "every backfilled occurrence ran once")
+	var prev time.Time
+	rs = regular(snapshot())
+	slices.SortFunc(rs, func(a, b run) int { return a.at.Compare(b.at) })
+	for _, r := range rs {
+		require.Equal(t, 1, seen[r.id], "%s ran %d times", r.id, seen[r.id])
+		if !prev.IsZero() {
+			require.Equal(t, period, r.at.Sub(prev), "a regular occurrence is missing before %s", r.id)
+		}
+		prev = r.at
+	}
 }

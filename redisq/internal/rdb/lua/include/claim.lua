@@ -123,7 +123,7 @@ if k > 0 then
       skip[i] = true
     else
       ok = ok + 1
-      if ov then occ_started(occ, id, dl) end
+      if ov then occ_started(occ, id, mem, dl) end
     end
     if ok == n then k = i; break end
   end

@@ -10,10 +10,15 @@
 -- it (sk) and keeps the last one's id (ls) and why (lw: 'overlap' or
 -- 'late').
 --
--- Under Overlap, {dq:NAME}:rn:REG is the set of the registration's
--- occurrences leased (any attempt) and not yet settled: a start checks
--- their leases, and drops those whose item is gone or settled. It expires
--- a minute after the last lease added to it ends.
+-- Under Overlap, {dq:NAME}:rn:REG is the set of the leases of the
+-- registration's occurrences (any attempt) not yet settled: each is the
+-- sched member that was leased, whose first 16 bytes are the lease's
+-- token. A start counts those whose item holds that lease, live, and
+-- drops those whose item is gone, settled or leased again since: so an
+-- item that a Backfill or RunNow makes under the id of an occurrence that
+-- ran (and is not subject to the policy) is never taken for it. It
+-- expires a minute after the last lease added to it ends. (Members
+-- written by an earlier version are bare ids, "rec:...": counted by id.)
 --
 -- The registration's hash, its set and the items the set names are found
 -- while running: occ_read reads them, before the claim's first write.
@@ -36,10 +41,14 @@ local function occ_read(op, id, now)
   if o == '1' and not r.read then
     r.read = true
     for _, x in ipairs(redis.call('SMEMBERS', r.RN)) do
-      local it = redis.call('HMGET', ARGV[1] .. x, 'st', 'dl')
-      if it[1] == 'l' and tonumber(it[2]) > now then
-        r.live[x] = true
-      elseif not it[1] or it[1] == 'c' or it[1] == 'd' then
+      local bare = string.sub(x, 1, 4) == 'rec:'
+      local xid, tok = x, nil
+      if not bare then xid, tok = string.sub(x, 18), string.sub(x, 1, 16) end
+      local it = redis.call('HMGET', ARGV[1] .. xid, 'st', 'dl', 'tok')
+      local mine = bare or it[3] == tok
+      if it[1] == 'l' and mine and tonumber(it[2]) > now then
+        r.live[xid] = true
+      elseif not it[1] or it[1] == 'c' or it[1] == 'd' or not mine then
         r.stale[#r.stale + 1] = x
       end
     end
@@ -57,10 +66,10 @@ local function occ_skip(overlap, window, r, id, score, now)
   end
   return nil
 end
--- occ_started records that the claim leases occurrence id of r, under
--- Overlap: the later starts of this claim see it run.
-local function occ_started(r, id, dl)
-  r.live[id], r.add[#r.add + 1] = true, id
+-- occ_started records that the claim leases occurrence id of r (its
+-- member mem), under Overlap: the later starts of this claim see it run.
+local function occ_started(r, id, mem, dl)
+  r.live[id], r.add[#r.add + 1] = true, mem
   if not r.dl or dl > r.dl then r.dl = dl end
 end
 -- occ_skipped records a skip of occurrence id of r for why.
