@@ -392,7 +392,7 @@ func (q *Queue) RunNow(ctx context.Context, id string) (RunNowResult, error) {
 		return runNowResult(id, code, due, err)
 	}
 	// The extra run's id carries the time it was asked for, by Redis.
-	t, err := q.client.Time(ctx).Result()
+	t, err := q.db.Time(ctx)
 	if err != nil {
 		return RunNowResult{}, err
 	}

@@ -155,7 +155,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	}
 	// Read after the hashes: a member of done whose time has passed by now
 	// may have lost its hash, as it should.
-	now, err := q.client.Time(ctx).Result()
+	now, err := q.db.Time(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -266,7 +266,7 @@ func (q *Queue) Register(ctx context.Context, name string, s Schedule, payload [
 	if q.isClosed() {
 		return 0, ErrClosed
 	}
-	now, err := q.client.Time(ctx).Result()
+	now, err := q.db.Time(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -405,7 +405,7 @@ func (q *Queue) ResumeRecurring(ctx context.Context, name string) (resumed bool,
 	if err != nil {
 		return false, err
 	}
-	now, err := q.client.Time(ctx).Result()
+	now, err := q.db.Time(ctx)
 	if err != nil {
 		return false, err
 	}
