@@ -196,9 +196,12 @@ func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.
 		if n == 1 {
 			what = "1 delivery"
 		}
-		fmt.Fprint(w, wrap(fmt.Sprintf("  lateness of %s%s (claim - due, Redis TIME): ", what, since), "            ", []string{
-			"mean " + roundDur(l.Sum/time.Duration(n)).String(), "p50 " + upTo(l, 0.5), "p90 " + upTo(l, 0.9),
-			"p99 " + upTo(l, 0.99), "max " + upTo(l, 1)}, ","))
+		parts := []string{"mean " + roundDur(l.Sum/time.Duration(n)).String(), "p50 " + quantileCell(l, 0.5, true),
+			"p90 " + quantileCell(l, 0.9, true), "p99 " + quantileCell(l, 0.99, true), "max " + quantileCell(l, 1, false)}
+		fmt.Fprint(w, wrap(fmt.Sprintf("  lateness of %s%s (claim - due, Redis TIME): ", what, since), "            ", parts, ","))
+		if strings.Contains(strings.Join(parts, ""), "~") {
+			fmt.Fprintln(w, "            (a histogram: ~ is interpolated within the bucket shown)")
+		}
 	}
 }
 
@@ -224,11 +227,45 @@ func wrap(first, indent string, parts []string, sep string) string {
 	return b.String()
 }
 
-// upTo is a quantile as the bucket bound that holds it.
-func upTo(l redisq.Lateness, q float64) string {
-	d := l.Quantile(q)
-	if d < 0 {
-		return "> " + l.Bounds[len(l.Bounds)-1].String()
+// quantileCell is the q-quantile of a lateness histogram: the bucket
+// that holds it, lo-hi (above lo, at most hi), after an estimate
+// interpolated within it (with estimate), as Prometheus'
+// histogram_quantile does: "~3ms (2ms-5ms)". Lateness is in whole ms of
+// Redis TIME, so a bucket 1ms wide, or the one of 0 (on time to the ms),
+// holds one value, which it gives exactly; the last bucket has no upper
+// bound ("> 1h0m0s"). Counts come from Redis, where anyone may have
+// written anything: a negative one counts as none.
+func quantileCell(l redisq.Lateness, q float64, estimate bool) string {
+	var n int64
+	for _, c := range l.Counts {
+		n += max(c, 0)
 	}
-	return "<= " + d.String()
+	if n == 0 || len(l.Bounds) == 0 {
+		return "-"
+	}
+	rank := min(max(int64(q*float64(n)+0.5), 1), n)
+	var seen int64
+	for i, c := range l.Counts {
+		if c = max(c, 0); seen+c < rank {
+			seen += c
+			continue
+		}
+		if i >= len(l.Bounds) {
+			return "> " + l.Bounds[len(l.Bounds)-1].String()
+		}
+		hi, lo := l.Bounds[i], time.Duration(0)
+		if i > 0 {
+			lo = l.Bounds[i-1]
+		}
+		if i == 0 || hi-lo <= time.Millisecond {
+			return hi.String()
+		}
+		span := lo.String() + "-" + hi.String()
+		if !estimate {
+			return span
+		}
+		est := lo + time.Duration(float64(hi-lo)*float64(rank-seen)/float64(c))
+		return "~" + roundDur(est).String() + " (" + span + ")"
+	}
+	return "-"
 }
