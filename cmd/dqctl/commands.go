@@ -497,14 +497,14 @@ func itemTable(state redisq.State, items []redisq.Item, now time.Time, part func
 const resultPreview = 40
 
 // resultCell is the RESULT cell of a completed item: a preview of the
-// result when it was read (-payloads), quoted and escaped as cell does,
-// else its size; "-" for none.
+// result when it was read (-payloads, see oneLine), else its size; "-"
+// for none.
 func resultCell(it redisq.Item) string {
 	switch {
 	case it.ResultSize == 0 && len(it.Result) == 0:
 		return "-"
 	case it.Result != nil:
-		return cutTo(cell(string(it.Result)), resultPreview)
+		return cutTo(oneLine(it.Result), resultPreview)
 	}
 	return plural(int64(it.ResultSize), "byte")
 }

@@ -34,6 +34,24 @@ func complete(t *testing.T, q *redisq.Queue, id string, j redisq.Job, result []b
 	}
 }
 
+// TestCompletedJSONResult (issue 41, item 14): list -payloads showed a
+// JSON result Go-quoted ("{\"ok\":true}"). Valid UTF-8 JSON is shown as
+// it is, compacted to one line, with its control and bidi characters
+// escaped, still valid JSON; other results are quoted as before.
+func TestCompletedJSONResult(t *testing.T) {
+	f := newFixture(t, "orders")
+	// A raw bidi override and an escaped ESC in its strings.
+	complete(t, f.q, "j", redisq.Job{Retention: time.Hour}, []byte("{\n  \"ok\": true,\n  \"to\": \"r\u202eg\\u001b\"\n}"))
+	complete(t, f.q, "t", redisq.Job{Retention: time.Hour}, []byte(`not {json`))
+	r := dqctl(t, "", "-redis", f.addr, "list", "-full", "-payloads", "orders", "completed")
+	r.want(t, exitOK, ` {"ok":true,"to":"r\u202eg\u001b"}`+"\n", ` "not {json"`+"\n")
+	var v map[string]any
+	line := r.stdout[strings.Index(r.stdout, `{"ok"`):]
+	if err := json.Unmarshal([]byte(line[:strings.IndexByte(line, '\n')]), &v); err != nil || v["to"] != "r\u202eg\x1b" {
+		t.Errorf("the RESULT cell is not the result's JSON: %v %v", v, err)
+	}
+}
+
 // TestCompleted (issue "a completed state"): list QUEUE completed has
 // its own table (COMPLETED, EXPIRES, RESULT), -json carries the result;
 // show prints completion, expiry and the result escaped; stats and queues

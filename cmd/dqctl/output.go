@@ -155,6 +155,17 @@ func showPayload(w io.Writer, p []byte, lim limits) {
 	}
 }
 
+// oneLine is p for a table cell: valid UTF-8 JSON as it is, compacted,
+// its non-printable runes written as \u escapes (still the same JSON
+// value, as in show); anything else quoted and escaped as cell does.
+func oneLine(p []byte) string {
+	var b bytes.Buffer
+	if utf8.Valid(p) && json.Valid(p) && json.Compact(&b, p) == nil {
+		return string(escapeJSON(b.Bytes()))
+	}
+	return cell(string(p))
+}
+
 // textLike: at least 80% printable, so worth showing as (escaped) text.
 func textLike(p []byte) bool {
 	bad := 0
