@@ -509,15 +509,46 @@ func resultCell(it redisq.Item) string {
 	return plural(int64(it.ResultSize), "byte")
 }
 
-// writeItems writes the table of list, the reasons of dead items and the
-// results of completed ones cut to the terminal unless -full; it reports
-// whether it cut one.
-func writeItems(e *env, state redisq.State, rows [][]string) (bool, error) {
-	cut := false
-	if (state == redisq.StateDead || state == redisq.StateCompleted) && !e.full {
-		cut = fitLastColumn(rows, screen(e.stdout).cols)
+// writeItems writes the table of list cut to the terminal's width
+// unless -full (see fitColumns): the ids and kinds, and the reasons of
+// dead items and the results of completed ones, the last column. It
+// returns what it cut, for the summary line ("" when nothing).
+func writeItems(e *env, state redisq.State, rows [][]string) (string, error) {
+	var cut []string
+	if !e.full {
+		cols := []int{0, 1}
+		if rows[0][1] == "PARTITION" {
+			cols = []int{0, 2}
+		}
+		if state == redisq.StateDead || state == redisq.StateCompleted {
+			cols = append(cols, len(rows[0])-1)
+		}
+		cut = fitColumns(rows, screen(e.stdout).cols, cols...)
 	}
-	return cut, writeTable(e.stdout, rows)
+	note := ""
+	if len(cut) > 0 {
+		for i, h := range cut {
+			cut[i] = map[string]string{"ID": "ids", "KIND": "kinds", "REASON": "reasons", "RESULT": "results"}[h]
+		}
+		note = cut[len(cut)-1]
+		if len(cut) > 1 {
+			note = strings.Join(cut[:len(cut)-1], ", ") + " and " + note
+		}
+		note += " cut to the terminal's width (-full: whole)"
+	}
+	return note, writeTable(e.stdout, rows)
+}
+
+// summary prints list's line under the table, its parts joined by "; ",
+// wrapped to the terminal's width.
+func summary(e *env, parts ...string) {
+	var ps []string
+	for _, p := range parts {
+		if p != "" {
+			ps = append(ps, p)
+		}
+	}
+	fmt.Fprint(e.stdout, wrapTo(screen(e.stdout).cols, "", "  ", ps, ";"))
 }
 
 func cmdList(e *env) error {
@@ -576,37 +607,24 @@ func cmdList(e *env) error {
 	}
 	next := ""
 	if p.Next >= 0 {
-		next = fmt.Sprintf("-offset %d", p.Next)
+		next = fmt.Sprintf("next page: -offset %d", p.Next)
 	}
 	end := p.Total // where the page's examined items end
 	if p.Next >= 0 {
 		end = p.Next
 	}
+	var page string
 	switch {
 	case e.page.Offset >= p.Total || (len(p.Items) == 0 && !filtered(e.page)):
 		e.printf("(no %s items at offset %d; %s in all)\n", state, e.page.Offset, num(p.Total))
 		return nil
 	case filtered(e.page):
-		e.printf("%s among %s items %s-%s of %s", matched(len(p.Items), state, e.page), state, num(e.page.Offset+1), num(end), num(p.Total))
+		page = fmt.Sprintf("%s among %s items %s-%s of %s", matched(len(p.Items), state, e.page), state, num(e.page.Offset+1), num(end), num(p.Total))
 	default:
-		e.printf("%s-%s of %s %s", num(e.page.Offset+1), num(e.page.Offset+int64(len(p.Items))), num(p.Total), state)
+		page = fmt.Sprintf("%s-%s of %s %s", num(e.page.Offset+1), num(e.page.Offset+int64(len(p.Items))), num(p.Total), state)
 	}
-	if next != "" {
-		e.printf("; next page: %s", next)
-	}
-	if cut {
-		e.printf("; %s cut to the terminal's width (-full: whole)", cutWhat(state))
-	}
-	e.printf("\n")
+	summary(e, page, next, cut)
 	return nil
-}
-
-// cutWhat is what writeItems cuts in a state's table.
-func cutWhat(state redisq.State) string {
-	if state == redisq.StateCompleted {
-		return "results"
-	}
-	return "reasons"
 }
 
 // checkKind returns the usage error of an empty -kind, or nil.
@@ -687,22 +705,20 @@ func listPartitioned(e *env, p *redisq.Partitioned, state redisq.State) error {
 		}
 	}
 	parts := plural(int64(p.NumPartitions()), "partition")
+	var page, next string
 	switch {
 	case before >= pg.Total || (len(pg.Items) == 0 && !filtered(e.page)):
 		e.printf("(no %s items at cursor %s; %s in all)\n", state, formatCursor(cur, p.NumPartitions()), num(pg.Total))
 		return nil
 	case filtered(e.page):
-		e.printf("%s among %s items %s-%s of %s in %s", matched(len(pg.Items), state, e.page), state, num(before+1), num(end), num(pg.Total), parts)
+		page = fmt.Sprintf("%s among %s items %s-%s of %s in %s", matched(len(pg.Items), state, e.page), state, num(before+1), num(end), num(pg.Total), parts)
 	default:
-		e.printf("%s-%s of %s %s in %s", num(before+1), num(before+int64(len(pg.Items))), num(pg.Total), state, parts)
+		page = fmt.Sprintf("%s-%s of %s %s in %s", num(before+1), num(before+int64(len(pg.Items))), num(pg.Total), state, parts)
 	}
 	if pg.Next != nil {
-		e.printf("; next page: -cursor %s", formatCursor(pg.Next, 0))
+		next = "next page: -cursor " + formatCursor(pg.Next, 0)
 	}
-	if cut {
-		e.printf("; %s cut to the terminal's width (-full: whole)", cutWhat(state))
-	}
-	e.printf("\n")
+	summary(e, page, next, cut)
 	return nil
 }
 

@@ -115,9 +115,9 @@ func TestListKind(t *testing.T) {
 
 	// Pages: one refund a page, then the next one from where it stopped.
 	r = dqctl(t, "", append(a, "list", "orders", "scheduled", "-kind", "refund", "-limit", "1")...)
-	r.want(t, exitOK, "r1 ", `1 scheduled item of kind "refund" among scheduled items 1-1 of 6; next page: -offset 1`+"\n")
+	r.want(t, exitOK, "r1 ", `1 scheduled item of kind "refund" among scheduled items 1-1 of 6;`+"\n  next page: -offset 1\n")
 	dqctl(t, "", append(a, "list", "orders", "scheduled", "-kind", "refund", "-limit", "1", "-offset", "1")...).
-		want(t, exitOK, "r2 ", `1 scheduled item of kind "refund" among scheduled items 2-5 of 6; next page: -offset 5`+"\n")
+		want(t, exitOK, "r2 ", `1 scheduled item of kind "refund" among scheduled items 2-5 of 6;`+"\n  next page: -offset 5\n")
 
 	r = dqctl(t, "", append(a, "list", "-json", "orders", "scheduled", "-kind", "refund")...)
 	r.want(t, exitOK)

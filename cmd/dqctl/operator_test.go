@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dq-go/delayqueue/redisq"
@@ -98,6 +99,84 @@ func TestListCutsReasons(t *testing.T) {
 	}
 	dqctl(t, "", "-redis", f.addr, "list", "-full", "orders", "dead").want(t, exitOK, reason)
 	dqctl(t, "", "-redis", f.addr, "list", "-json", "orders", "dead").want(t, exitOK, reason)
+}
+
+// TestListFitsTheTerminal (issue 41, item 14): list of a queue of
+// hostile ids and kinds was 89 columns wide at COLUMNS=80 (a reason kept
+// 20 columns whatever the others took). Every line of every state's
+// list, and of reasons, fits the terminal now, measured in display
+// columns (a Han character takes two): ids and kinds are elided in their
+// middle, reasons and results cut at their end, and the summary says so
+// and wraps; -full prints them whole.
+func TestListFitsTheTerminal(t *testing.T) {
+	f := newFixture(t, "hostile")
+	ctx := context.Background()
+	ids := []string{evilReg + "-order:1000", "漢字の注文:1001", strings.Repeat("x", 60) + ":1002"}
+	kind := "refund\x1b[31m\u202e漢字"
+	for i, id := range ids {
+		j := redisq.Job{Kind: kind, Retention: time.Hour}
+		if _, err := f.q.Add(ctx, redisq.EnqueueItem{ID: id, Payload: []byte(id), At: time.Unix(1, 0), Job: j}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := f.q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch i {
+		case 0:
+			_, err = m.DeadLetter(ctx, "card declined \u202e漢字 "+strings.Repeat("r", 200))
+		case 1:
+			err = m.SetResult([]byte(`{"refund":"漢字` + strings.Repeat("r", 100) + `"}`))
+			if err == nil {
+				err = m.Ack(ctx)
+			}
+		} // the third stays in flight
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sched := strings.Repeat("y", 60) + ":漢字"
+	if _, err := f.q.Add(ctx, redisq.EnqueueItem{ID: sched, After: time.Hour, Job: redisq.Job{Kind: kind}}); err != nil {
+		t.Fatal(err)
+	}
+	// columns is the display width of a line: two for a Han character
+	// (the only wide ones here), one for any other rune.
+	columns := func(l string) int {
+		n := 0
+		for _, r := range l {
+			n++
+			if unicode.Is(unicode.Han, r) {
+				n++
+			}
+		}
+		return n
+	}
+	a := []string{"-redis", f.addr}
+	for _, cols := range []int{80, 100} {
+		t.Setenv("COLUMNS", fmt.Sprint(cols))
+		for _, args := range [][]string{{"list", "hostile", "dead"}, {"list", "hostile", "scheduled"}, {"list", "hostile", "inflight"},
+			{"list", "-payloads", "hostile", "completed"}, {"reasons", "hostile"}} {
+			r := dqctl(t, "", append(a, args...)...)
+			r.want(t, exitOK, "cut to the terminal's width (-full: whole)")
+			for _, l := range strings.Split(strings.TrimRight(r.stdout, "\n"), "\n") {
+				if n := columns(l); n > cols {
+					t.Errorf("COLUMNS=%d %v: a line of %d columns: %q", cols, args, n, l)
+				}
+			}
+		}
+	}
+	t.Setenv("COLUMNS", "80")
+	r := dqctl(t, "", append(a, "list", "hostile", "dead")...)
+	r.want(t, exitOK, "ids, kinds and reasons cut")
+	if !regexp.MustCompile(`(?m)^"ev\\x1b\S*…\S*:1000"  `).MatchString(r.stdout) {
+		t.Errorf("the hostile id is not elided in its middle:\n%s", r.stdout)
+	}
+	r = dqctl(t, "", append(a, "list", "-full", "hostile", "dead")...)
+	r.want(t, exitOK, cell(ids[0]), cell(kind), strings.Repeat("r", 200))
+	r = dqctl(t, "", append(a, "list", "-full", "hostile", "scheduled")...)
+	r.want(t, exitOK, sched)
+	r = dqctl(t, "", append(a, "list", "-full", "hostile", "inflight")...)
+	r.want(t, exitOK, ids[2])
 }
 
 // TestShowCutsPayload: show prints what of a 10 MiB payload fits the

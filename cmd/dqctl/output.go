@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -140,7 +141,7 @@ func showPayload(w io.Writer, p []byte, lim limits) {
 			break
 		}
 		line = clean(line)
-		if lim.cols > 0 && utf8.RuneCountInString(line) > lim.cols {
+		if lim.cols > 0 && width(line) > lim.cols {
 			line, cutLines = cutTo(line, lim.cols), true
 		}
 		fmt.Fprintln(w, line)
@@ -228,53 +229,95 @@ func screen(w io.Writer) screenSize {
 	return s
 }
 
-// cutTo cuts s to n runes, the last one an ellipsis.
-func cutTo(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i, k := 0, 0
-	for i = range s {
-		if k == n-1 {
-			break
-		}
-		k++
-	}
-	return s[:i] + "…"
-}
+// Table columns that fitColumns may cut: at least minCut wide (or the
+// width of their header), a table's last one first down to minLast.
+const (
+	minCut  = 8
+	minLast = 20
+)
 
-// fitLastColumn cuts the last cell of every row so that the table, laid
-// out as writeTable does, fits cols columns (keeping at least 20 of the
-// cell). It reports whether it cut one.
-func fitLastColumn(rows [][]string, cols int) bool {
-	if len(rows) == 0 {
-		return false
+// fitColumns cuts the cells of the columns cut (indexes) so that the
+// table, laid out as writeTable does, fits cols columns if it can: the
+// last column, when it is one of them, first down to minLast (cut at its
+// end, as a reason reads from its start), then the widest of them one
+// column at a time (ids and kinds elided in their middle, so that both
+// ends show). It returns the headers of the columns it cut.
+func fitColumns(rows [][]string, cols int, cut ...int) []string {
+	if len(rows) < 2 {
+		return nil
 	}
 	n := len(rows[0])
-	width := 0
-	for c := 0; c < n-1; c++ {
-		w := 0
-		for _, r := range rows {
-			w = max(w, utf8.RuneCountInString(r[c]))
-		}
-		width += w + tableGap
-	}
-	room, cut := max(20, cols-width), false
-	for _, r := range rows[1:] {
-		if utf8.RuneCountInString(r[n-1]) > room {
-			r[n-1], cut = cutTo(r[n-1], room), true
+	w := make([]int, n)
+	for _, r := range rows {
+		for c, s := range r {
+			w[c] = max(w[c], width(s))
 		}
 	}
-	return cut
+	total := func() int {
+		t := (n - 1) * tableGap
+		for _, v := range w {
+			t += v
+		}
+		return t
+	}
+	floor := func(c int) int { return max(minCut, width(rows[0][c])) }
+	fit := slices.Clone(w)
+	if slices.Contains(cut, n-1) && total() > cols {
+		w[n-1] = max(min(w[n-1], minLast), w[n-1]-(total()-cols), floor(n-1))
+	}
+	for total() > cols {
+		widest := -1
+		for _, c := range cut {
+			if w[c] > floor(c) && (widest < 0 || w[c] > w[widest]) {
+				widest = c
+			}
+		}
+		if widest < 0 {
+			break // as narrow as they go
+		}
+		w[widest]--
+	}
+	var names []string
+	for _, c := range cut {
+		if w[c] == fit[c] {
+			continue
+		}
+		names = append(names, rows[0][c])
+		for _, r := range rows[1:] {
+			if c == n-1 {
+				r[c] = cutTo(r[c], w[c])
+			} else {
+				r[c] = elide(r[c], w[c])
+			}
+		}
+	}
+	return names
 }
 
-// writeTable writes rows as a table (see table).
+// writeTable writes rows as a table: every column but the last padded to
+// its widest cell, by display width, and tableGap more.
 func writeTable(w io.Writer, rows [][]string) error {
-	tw := table(w)
+	var cw []int
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		for c, s := range r {
+			if c == len(cw) {
+				cw = append(cw, 0)
+			}
+			cw[c] = max(cw[c], width(s))
+		}
 	}
-	return tw.Flush()
+	var b strings.Builder
+	for _, r := range rows {
+		for c, s := range r {
+			b.WriteString(s)
+			if c < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", cw[c]-width(s)+tableGap))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

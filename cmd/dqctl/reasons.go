@@ -99,21 +99,24 @@ func cmdReasons(e *env) error {
 	for _, r := range s.Reasons {
 		rows = append(rows, []string{num(r.Count), when(r.First, s.Now), when(r.Last, s.Now), cell(r.Reason)})
 	}
-	cut := !e.full && fitLastColumn(rows, screen(e.stdout).cols)
+	cut := !e.full && fitColumns(rows, screen(e.stdout).cols, 3) != nil
 	if err := writeTable(e.stdout, rows); err != nil {
 		return err
 	}
+	var head, note string
 	if s.Complete() {
-		e.printf("%s of %s in %s", counted(s.Dead, "dead item"), t.label(), counted(int64(len(s.Reasons)), "group"))
+		head = fmt.Sprintf("%s of %s in %s", counted(s.Dead, "dead item"), t.label(), counted(int64(len(s.Reasons)), "group"))
 	} else {
-		e.printf("grouped %s of %s, in %s (-limit %d: up to %d)", examined(t, s, e.reasonLimit), t.label(), counted(int64(len(s.Reasons)), "group"),
+		head = fmt.Sprintf("grouped %s of %s, in %s (-limit %d: up to %d)", examined(t, s, e.reasonLimit), t.label(), counted(int64(len(s.Reasons)), "group"),
 			e.reasonLimit, redisq.MaxDeadReasonScan)
 	}
 	if cut {
-		e.printf("; reasons cut to the terminal's width (-full: whole)")
+		note = "reasons cut to the terminal's width (-full: whole)"
 	}
-	e.printf("\none group: dqctl list %s dead -reason R lists it, dqctl requeue (or delete-dead) %s -reason R acts on it\n",
-		hintName(t.Name()), hintName(t.Name()))
+	summary(e, head, note)
+	cols := screen(e.stdout).cols
+	fmt.Fprint(e.stdout, wrapTo(cols, "", "  ", []string{fmt.Sprintf("one group: dqctl list %s dead -reason R lists it", hintName(t.Name())),
+		fmt.Sprintf("dqctl requeue (or delete-dead) %s -reason R acts on it", hintName(t.Name()))}, ","))
 	return nil
 }
 

@@ -62,7 +62,7 @@ func TestDeadReasons(t *testing.T) {
 
 	r := dqctl(t, "", append(a, "reasons", "orders")...)
 	r.want(t, exitOK, "COUNT  FIRST", "LAST", "REASON\n", `6 dead items of queue "orders" in 3 groups`,
-		`one group: dqctl list orders dead -reason R lists it, dqctl requeue (or delete-dead) orders -reason R acts on it`)
+		"one group: dqctl list orders dead -reason R lists it,\n  dqctl requeue (or delete-dead) orders -reason R acts on it\n")
 	stamp := `\S+ ago \((\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\dZ\)`
 	for _, want := range []string{`(?m)^4 +` + stamp + ` +` + stamp + ` +"max attempts: smtp 550"$`,
 		`(?m)^1 +` + stamp + ` +` + stamp + ` +"bad address"$`, `(?m)^1 .* "bad\\x1b\[2J\\u202eaddr\\xff"$`} {
@@ -122,11 +122,11 @@ func TestListReasonPages(t *testing.T) {
 	f.kill(t, "rare", 2, "rare")
 	a := []string{"-redis", f.addr}
 	r := dqctl(t, "", append(a, "list", "orders", "dead", "-reason", "rare", "-limit", "10")...)
-	r.want(t, exitOK, `no dead item died of "rare" among dead items 1-1,000 of 1,104; next page: -offset 1000`+"\n")
+	r.want(t, exitOK, `no dead item died of "rare" among dead items 1-1,000 of 1,104;`+"\n  next page: -offset 1000\n")
 	r = dqctl(t, "", append(a, "list", "orders", "dead", "-reason", "rare", "-limit", "10", "-offset", "1000")...)
 	r.want(t, exitOK, "rare0 ", "rare1 ", `2 dead items died of "rare" among dead items 1,001-1,104 of 1,104`+"\n")
 	r = dqctl(t, "", append(a, "list", "orders", "dead", "-reason", "timeout", "-limit", "3")...)
-	r.want(t, exitOK, "flood0 ", "flood2 ", `3 dead items died of "timeout" among dead items 1-5 of 1,104; next page: -offset 5`+"\n")
+	r.want(t, exitOK, "flood0 ", "flood2 ", `3 dead items died of "timeout" among dead items 1-5 of 1,104;`+"\n  next page: -offset 5\n")
 	// Unfiltered, counts have thousands separators too (not the offsets).
 	dqctl(t, "", append(a, "list", "orders", "dead", "-limit", "1", "-offset", "1100")...).want(t, exitOK, "1,101-1,101 of 1,104 dead; next page: -offset 1101\n")
 	dqctl(t, "", append(a, "list", "orders", "dead", "-offset", "2000", "-reason", "rare")...).want(t, exitOK, "(no dead items at offset 2000; 1,104 in all)")

@@ -205,10 +205,15 @@ func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.
 	}
 }
 
-// wrap joins parts, each but the last followed by sep, with spaces
-// after first, in lines of at most statsWidth columns, the later ones
-// starting with indent; a line breaks between parts only.
+// wrap is wrapTo statsWidth.
 func wrap(first, indent string, parts []string, sep string) string {
+	return wrapTo(statsWidth, first, indent, parts, sep)
+}
+
+// wrapTo joins parts, each but the last followed by sep, with spaces
+// after first, in lines of at most cols columns, the later ones starting
+// with indent; a line breaks between parts only.
+func wrapTo(cols int, first, indent string, parts []string, sep string) string {
 	var b strings.Builder
 	line, empty := first, true
 	for i, p := range parts {
@@ -216,7 +221,7 @@ func wrap(first, indent string, parts []string, sep string) string {
 			p += sep
 		}
 		switch cand := line + p; {
-		case empty || utf8.RuneCountInString(cand) <= statsWidth:
+		case empty || width(cand) <= cols:
 			line, empty = cand+" ", false
 		default:
 			b.WriteString(strings.TrimRight(line, " ") + "\n")
