@@ -20,10 +20,10 @@ var WorkerBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1,
 // queues and kinds:
 //
 //	redisq_worker_handled_total{queue,kind}                    counter    handler runs that returned (or panicked)
-//	redisq_worker_failed_total{queue,kind}                     counter    runs that returned an error or panicked
+//	redisq_worker_failed_total{queue,kind}                     counter    runs that failed (redisq.IsFailure: an error or a panic; a Snooze is none)
 //	redisq_worker_panics_total{queue,kind}                     counter    runs that panicked
 //	redisq_worker_in_flight{queue,kind}                        gauge      handlers running now
-//	redisq_worker_handler_duration_seconds{queue,kind,outcome} histogram  run time, by redisq.Outcome: ok, error, skip_retry, retry_after, panic
+//	redisq_worker_handler_duration_seconds{queue,kind,outcome} histogram  run time, by redisq.Outcome: ok, error, skip_retry, retry_after, snooze, panic
 //
 // The "kind" label is "" for a message without a kind, and otherwise the
 // kind escaped and bounded as QueueLabel does a queue name (so that no
@@ -79,7 +79,7 @@ func NewWorkerMetrics() *WorkerMetrics {
 		}, []string{"queue", "kind"}),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redisq_worker_failed_total",
-			Help: "Handler runs of redisq workers that returned an error or panicked.",
+			Help: "Handler runs of redisq workers that failed: returned an error (a Snooze is none) or panicked.",
 		}, []string{"queue", "kind"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redisq_worker_panics_total",
@@ -146,7 +146,7 @@ func (w *WorkerMetrics) Middleware() redisq.Middleware {
 			outcome := redisq.Outcome(err)
 			w.duration.WithLabelValues(q, k, outcome).Observe(el.Seconds())
 			w.handled.WithLabelValues(q, k).Inc()
-			if err != nil {
+			if redisq.IsFailure(err) {
 				w.failed.WithLabelValues(q, k).Inc()
 			}
 			if outcome == "panic" {

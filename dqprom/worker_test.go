@@ -30,7 +30,7 @@ func TestWorkerMetrics(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	q := newQueue(t, c, "mail\xff", redisq.WithMaxAttempts(1)) // not UTF-8: labelled by QueueLabel
-	for _, id := range []string{"ok1", "ok2", "fail", "skip", "panic", "slow"} {
+	for _, id := range []string{"ok1", "ok2", "fail", "skip", "panic", "snooze", "slow"} {
 		if _, err := q.EnqueueAfter(ctx, id, nil, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestWorkerMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(m)
 	slow, release := make(chan struct{}), make(chan struct{})
-	handled := make(chan struct{}, 6)
+	handled := make(chan struct{}, 7)
 	w := redisq.NewWorker(q, func(ctx context.Context, msg *redisq.Message) error {
 		defer func() { handled <- struct{}{} }()
 		switch msg.ID {
@@ -49,6 +49,8 @@ func TestWorkerMetrics(t *testing.T) {
 			return redisq.SkipRetry(errors.New("bad"))
 		case "panic":
 			panic("oops")
+		case "snooze": // not a failure
+			return redisq.Snooze(time.Hour)
 		case "slow":
 			close(slow)
 			<-release
@@ -70,7 +72,7 @@ func TestWorkerMetrics(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the slow handler did not start")
 	}
-	for range 5 { // the others
+	for range 6 { // the others
 		select {
 		case <-handled:
 		case <-time.After(10 * time.Second):
@@ -101,16 +103,16 @@ redisq_worker_in_flight{kind="",queue="`+label+`"} `+strconv.Itoa(n)+`
 		t.Fatal("not handled")
 	}
 	deadline = time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(must(t, m, "redisq_worker_handled_total")) < 6 && time.Now().Before(deadline) {
+	for testutil.ToFloat64(must(t, m, "redisq_worker_handled_total")) < 7 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := testutil.CollectAndCompare(m, strings.NewReader(`
-# HELP redisq_worker_failed_total Handler runs of redisq workers that returned an error or panicked.
+# HELP redisq_worker_failed_total Handler runs of redisq workers that failed: returned an error (a Snooze is none) or panicked.
 # TYPE redisq_worker_failed_total counter
 redisq_worker_failed_total{kind="",queue="`+label+`"} 3
 # HELP redisq_worker_handled_total Handler runs of redisq workers that returned or panicked.
 # TYPE redisq_worker_handled_total counter
-redisq_worker_handled_total{kind="",queue="`+label+`"} 6
+redisq_worker_handled_total{kind="",queue="`+label+`"} 7
 # HELP redisq_worker_in_flight Handlers of redisq workers running now.
 # TYPE redisq_worker_in_flight gauge
 redisq_worker_in_flight{kind="",queue="`+label+`"} 0
@@ -300,7 +302,7 @@ func TestWorkerMetricsKinds(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := testutil.CollectAndCompare(m, strings.NewReader(`
-# HELP redisq_worker_failed_total Handler runs of redisq workers that returned an error or panicked.
+# HELP redisq_worker_failed_total Handler runs of redisq workers that failed: returned an error (a Snooze is none) or panicked.
 # TYPE redisq_worker_failed_total counter
 redisq_worker_failed_total{kind="b",queue="jobs"} 2
 # HELP redisq_worker_handled_total Handler runs of redisq workers that returned or panicked.

@@ -32,10 +32,11 @@
 // messaging.message.id the item's id, messaging.message.body.size the
 // payload's length) and three of redisq's: KindKey (when the item has a
 // kind), AttemptKey and OutcomeKey (redisq.Outcome of the handler's
-// error). A handler that fails sets the span's status to Error with its
-// error, which is recorded as an exception event (with the stack of a
-// panic); a handler that returns nil, or a redisq.RetryAfter with a nil
-// cause ("not now", no failure), leaves the status unset.
+// error). A handler that fails (redisq.IsFailure) sets the span's status
+// to Error with its error, which is recorded as an exception event (with
+// the stack of a panic); a handler that returns nil, or redisq.Snooze
+// ("not now", no failure), leaves the status unset. A redisq.RetryAfter,
+// with or without a cause, is a failure: its attempt counts.
 //
 // An item without a trace context in its headers is handled under a span
 // whose parent is the span of the handler's ctx, if any (the values of
@@ -182,7 +183,7 @@ func Middleware(opts ...Option) redisq.Middleware {
 			err := next(ctx, m)
 			outcome := redisq.Outcome(err)
 			span.SetAttributes(OutcomeKey.String(outcome))
-			if failed(err, outcome) {
+			if redisq.IsFailure(err) {
 				var eopts []trace.EventOption
 				var pe *redisq.PanicError
 				if errors.As(err, &pe) && len(pe.Stack) > 0 {
@@ -194,18 +195,4 @@ func Middleware(opts ...Option) redisq.Middleware {
 			return err
 		}
 	}
-}
-
-// failed reports whether err, of that outcome, is a failure of the
-// handler: any error but a redisq.RetryAfter without a cause, which asks
-// for a later run without having failed.
-func failed(err error, outcome string) bool {
-	switch outcome {
-	case "ok":
-		return false
-	case "retry_after":
-		var later *redisq.RetryAfterError
-		return !errors.As(err, &later) || later.Err != nil
-	}
-	return true
 }

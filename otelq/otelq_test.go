@@ -193,7 +193,7 @@ func TestTraceContextCrossesProcesses(t *testing.T) {
 
 // TestOutcomes handles one item of each outcome, with Middleware's
 // defaults (the global provider and propagator): the outcome attribute,
-// the status (unset for nil and for RetryAfter(nil, d)), the exception
+// the status (unset for nil and for a Snooze), the exception
 // event (with the stack of a panic), and a root span for an item without
 // headers or kind, named after its queue.
 func TestOutcomes(t *testing.T) {
@@ -211,7 +211,8 @@ func TestOutcomes(t *testing.T) {
 		{"ok", "ok", nil, codes.Unset},
 		{"error", "error", errors.New("failed"), codes.Error},
 		{"skip", "skip_retry", redisq.SkipRetry(errors.New("bad input")), codes.Error},
-		{"later", "retry_after", redisq.RetryAfter(nil, time.Hour), codes.Unset},
+		{"later", "retry_after", redisq.RetryAfter(nil, time.Hour), codes.Error},
+		{"snooze", "snooze", redisq.Snooze(time.Hour), codes.Unset},
 		{"busy", "retry_after", redisq.RetryAfter(errors.New("busy"), time.Hour), codes.Error},
 		{"skiplater", "skip_retry", redisq.SkipRetry(redisq.RetryAfter(nil, time.Hour)), codes.Error},
 		{"panic", "panic", nil, codes.Error},

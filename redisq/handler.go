@@ -10,10 +10,12 @@ import (
 )
 
 // Handler handles one message for a Worker. It returns nil when the work is
-// done (the worker acks the message), or an error: the worker then Nacks it
-// with the queue's backoff and the error's text as the reason, unless the
-// error wraps a SkipRetryError (dead-lettered at once) or a RetryAfterError
-// (redelivered after its delay). A panic is recovered and treated as an
+// done (the worker acks the message), Snooze(d) when it is not time yet
+// (the message comes back d later, no attempt counted, not a failure), or
+// an error: the worker then Nacks it with the queue's backoff and the
+// error's text as the reason, unless the error wraps a SkipRetryError
+// (dead-lettered at once) or a RetryAfterError (redelivered after its
+// delay). A panic is recovered and treated as an
 // error (see PanicError). ctx carries the message (MessageFromContext) and
 // is cancelled when the message's lease is lost (the cause wraps
 // ErrLeaseLost) or when a Shutdown runs out of time (ErrWorkerStopped);
@@ -54,8 +56,11 @@ type RetryAfterError struct {
 
 // RetryAfter wraps err so that the worker redelivers the message d after
 // Redis TIME (d < 0 means 0) instead of after the backoff, with the error's
-// text as the Nack reason. A nil err is allowed ("redisq: retry after d"),
-// for "not now" without a failure. SkipRetry wins when an error wraps both.
+// text as the Nack reason. It is a failure: the attempt counts (max
+// attempts dead-letters the message), the Nack is counted and logged, and
+// the run is an error for metrics and traces. For "not now" without a
+// failure, return Snooze(d). A nil err is allowed ("redisq: retry after
+// d"). SkipRetry wins when an error wraps both.
 func RetryAfter(err error, d time.Duration) error {
 	return &RetryAfterError{Err: err, Delay: max(d, 0)}
 }
@@ -68,6 +73,27 @@ func (e *RetryAfterError) Error() string {
 }
 
 func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// SnoozeError is a handler's "not now": the worker hands the message back
+// due Delay after Redis TIME (Message.Snooze), with no attempt counted. It
+// is not a failure: not a Nack in Stats (Snoozed counts it), logged at
+// Info by Logging, not an error for dqprom's metrics or otelq's spans, and
+// its claim is taken out of its limit key's rate log, so a snoozed run
+// does not use the key's rate budget. Make one with Snooze; find one with
+// errors.As.
+type SnoozeError struct {
+	Delay time.Duration
+}
+
+// Snooze returns the error that makes a Worker snooze the message for d (d
+// < 0 means 0), River's JobSnooze: it comes back d after Redis TIME,
+// Attempts as it was before this run, its Job unchanged, so max attempts
+// never dead-letters a job for snoozing (a job that snoozes for ever runs
+// for ever: bound it with NotAfter). Unlike RetryAfter it is no failure.
+// A SkipRetry or RetryAfter that also wraps it wins.
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: max(d, 0)} }
+
+func (e *SnoozeError) Error() string { return "redisq: snooze " + e.Delay.String() }
 
 // PanicError is the error a Worker makes of a handler's panic: middleware
 // sees it as the handler's error, the worker logs it with its stack, and
@@ -119,7 +145,8 @@ type Middleware func(next Handler) Handler
 // handler failed") with its error otherwise (a panic as "panic: ..."; the
 // worker logs its stack). Each record has the message's queue, id and
 // attempt, the outcome (ok, error, skip_retry, retry_after, panic) and the
-// handler's duration.
+// handler's duration. A Snooze is logged at Info ("redisq: snoozed"),
+// with its delay.
 func Logging(l *slog.Logger) Middleware {
 	if l == nil {
 		l = slog.Default()
@@ -135,9 +162,13 @@ func Logging(l *slog.Logger) Middleware {
 				slog.String("outcome", Outcome(err)),
 				slog.Duration("duration", time.Since(start)),
 			}
-			if err == nil {
+			var snooze *SnoozeError
+			switch {
+			case err == nil:
 				l.LogAttrs(ctx, slog.LevelInfo, "redisq: handled", attrs...)
-			} else {
+			case Outcome(err) == "snooze" && errors.As(err, &snooze):
+				l.LogAttrs(ctx, slog.LevelInfo, "redisq: snoozed", append(attrs, slog.Duration("delay", snooze.Delay))...)
+			default:
 				l.LogAttrs(ctx, slog.LevelWarn, "redisq: handler failed", append(attrs, slog.String("err", err.Error()))...)
 			}
 			return err
@@ -148,11 +179,14 @@ func Logging(l *slog.Logger) Middleware {
 // Outcome names what a handler's error makes a Worker do, for logs and
 // metrics: "ok" (nil: ack), "panic" (a *PanicError), "skip_retry" (a
 // *SkipRetryError: dead-letter), "retry_after" (a *RetryAfterError: nack
-// after its delay) or "error" (nack with the backoff).
+// after its delay), "snooze" (a *SnoozeError: back later, no attempt
+// counted) or "error" (nack with the backoff). Every outcome but "ok" and
+// "snooze" is a failure (see IsFailure).
 func Outcome(err error) string {
 	var pe *PanicError
 	var skip *SkipRetryError
 	var later *RetryAfterError
+	var snooze *SnoozeError
 	switch {
 	case err == nil:
 		return "ok"
@@ -162,6 +196,12 @@ func Outcome(err error) string {
 		return "skip_retry"
 	case errors.As(err, &later):
 		return "retry_after"
+	case errors.As(err, &snooze):
+		return "snooze"
 	}
 	return "error"
 }
+
+// IsFailure reports whether a handler's error is a failure, for metrics,
+// traces and error rates: any error but a Snooze (asynq's IsFailure).
+func IsFailure(err error) bool { return err != nil && Outcome(err) != "snooze" }

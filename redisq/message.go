@@ -180,6 +180,30 @@ func (m *Message) Release(ctx context.Context) error {
 	return nil
 }
 
+// Snooze hands the message back without counting this delivery, due d
+// after Redis TIME (d < 0 means 0): "not now", not a failure (River's
+// JobSnooze). Attempts stays as it was before this lease, its Job is
+// unchanged, Stats counts it as Snoozed (not Nacked), a concurrency place
+// it held is freed, and its claim is taken out of its limit key's rate
+// log, so it does not use the key's rate budget. It returns the new due
+// time, ErrLeaseLost (nothing changed), or a Redis/context error (it may
+// or may not have been applied; run again after a lost reply, it reports
+// what the first run did). An item cancelled in flight is deleted
+// instead, and the due time is zero. A Worker's handler returns
+// Snooze(d) instead of calling it. One round trip, O(log n).
+func (m *Message) Snooze(ctx context.Context, d time.Duration) (time.Time, error) {
+	s, due, err := m.q.db.Snooze(ctx, m.lease(), delayUS(max(d, 0)))
+	switch {
+	case err != nil:
+		return time.Time{}, err
+	case s == rdb.SettledLost:
+		return time.Time{}, ErrLeaseLost
+	case s == rdb.SettledDropped:
+		return time.Time{}, nil
+	}
+	return msTime(due), nil
+}
+
 // NackOutcome says what a Nack did with the item.
 type NackOutcome int
 

@@ -24,6 +24,7 @@ type StatsCounters struct {
 	Requeued     int64 `json:"requeued"`      // dead items revived by RequeueDead/RequeueAllDead
 	Deleted      int64 `json:"deleted"`       // items removed by DeleteDead, DeleteAllDead and Purge
 	Skipped      int64 `json:"skipped"`       // recurring occurrences deleted unstarted by their Overlap or CatchUpWindow
+	Snoozed      int64 `json:"snoozed"`       // leases given back by Snooze (no attempt counted)
 }
 
 // counterFields maps the stats hash's field names to StatsCounters fields.
@@ -42,6 +43,7 @@ var counterFields = []struct {
 	{"requeued", func(c *StatsCounters) *int64 { return &c.Requeued }},
 	{"deleted", func(c *StatsCounters) *int64 { return &c.Deleted }},
 	{"skipped", func(c *StatsCounters) *int64 { return &c.Skipped }},
+	{"snoozed", func(c *StatsCounters) *int64 { return &c.Snoozed }},
 }
 
 func countersFrom(m map[string]int64) StatsCounters {

@@ -319,9 +319,9 @@ func (w *Worker) call(ctx context.Context, m *Message) (err error) {
 	return w.h(ctx, m)
 }
 
-// settle gives back a message whose handler failed, by Outcome: DeadLetter
-// for a SkipRetryError, NackAfter for a RetryAfterError, else (a panic
-// too) Nack with the backoff; the reason is the error's text (truncated to
+// settle gives back a message whose handler did not succeed, by Outcome:
+// DeadLetter for a SkipRetryError, NackAfter for a RetryAfterError,
+// Snooze for a SnoozeError, else (a panic too) Nack with the backoff; the reason is the error's text (truncated to
 // MaxReasonLen). A message that this kills is logged at Warn, whatever the
 // middleware: a dead letter waits for an operator.
 func (w *Worker) settle(m *Message, herr error) {
@@ -339,6 +339,12 @@ func (w *Worker) settle(m *Message, herr error) {
 		var r NackResult
 		r, err = m.NackWith(ctx, NackDelay(later.Delay), NackReason(reason))
 		out = r.Outcome
+	case "snooze":
+		var snooze *SnoozeError
+		errors.As(herr, &snooze)
+		if _, err = m.Snooze(ctx, snooze.Delay); err == nil {
+			return
+		}
 	default: // "error", "panic"
 		var r NackResult
 		r, err = m.NackWith(ctx, NackReason(reason))

@@ -1057,9 +1057,9 @@ func TestReleaseCancelledExpiredAndRerun(t *testing.T) {
 	// The same request twice, as go-redis sends it again after a lost reply.
 	for _, id := range []string{"rerun", "rerun-cancelled"} {
 		m := by[id]
-		first, err := q.run(ctx, scriptReleaseLease, []string{q.itemKey(m.ID), q.ridKey("rid-" + id)}, m.ID, m.token, "rid-"+id)
+		first, err := q.run(ctx, scriptReleaseLease, []string{q.itemKey(m.ID), q.ridKey("rid-" + id)}, m.ID, m.token, -1, "rid-"+id)
 		require.NoError(t, err)
-		again, err := q.run(ctx, scriptReleaseLease, []string{q.itemKey(m.ID), q.ridKey("rid-" + id)}, m.ID, m.token, "rid-"+id)
+		again, err := q.run(ctx, scriptReleaseLease, []string{q.itemKey(m.ID), q.ridKey("rid-" + id)}, m.ID, m.token, -1, "rid-"+id)
 		require.NoError(t, err)
 		require.Equal(t, first, again, id)
 		require.NotEqual(t, int64(0), rdb.ToMS(first[0]), id)

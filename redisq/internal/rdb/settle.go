@@ -119,11 +119,22 @@ func (r *Runner) DeadLetter(ctx context.Context, l Lease, reason string) (Settle
 
 // ReleaseLease hands a lease back uncounted (lua/release_lease.lua).
 func (r *Runner) ReleaseLease(ctx context.Context, l Lease) (Settled, error) {
-	res, err := r.runOnce(ctx, scriptReleaseLease, []string{r.Keys.Item(l.ID)}, l.ID, l.Token)
+	res, err := r.runOnce(ctx, scriptReleaseLease, []string{r.Keys.Item(l.ID)}, l.ID, l.Token, -1)
 	if err != nil {
 		return 0, err
 	}
 	return settled(res), nil
+}
+
+// Snooze hands a lease back uncounted, due us µs after TIME, and takes its
+// claim out of its rate limit's log (lua/release_lease.lua); due is the
+// new due time (ms) when it is back in sched.
+func (r *Runner) Snooze(ctx context.Context, l Lease, us int64) (s Settled, due int64, err error) {
+	res, err := r.runOnce(ctx, scriptReleaseLease, []string{r.Keys.Item(l.ID)}, l.ID, l.Token, max(us, 0))
+	if err != nil {
+		return 0, 0, err
+	}
+	return settled(res), dueOf(res), nil
 }
 
 // settled reads the outcome code of nack, dead letter and release: 0 lost,

@@ -1,20 +1,38 @@
--- release lease: ARGV[2] id, ARGV[3] token, ARGV[4] request id. {0} lease lost,
--- {1, due} back in sched at its due time with the lease's attempt
--- uncounted, {3} deleted because it was cancelled while in flight; a rerun
--- of the same request returns the first run's reply. Neither nacked nor
--- expired is counted: the item was not tried. O(log n).
+-- release lease: hands a lease back without counting its attempt: a
+-- Release (back at the due time it had) or a Snooze (due a delay after
+-- TIME, and its claim taken out of its rate limit's log: it was not a
+-- start). Neither nacked nor expired is counted; a snooze counts as
+-- snoozed. O(log n).
+--
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:lease
+-- KEYS[3] -> {dq:NAME}:wake
+-- KEYS[4] -> {dq:NAME}:stats
+-- KEYS[5] -> {dq:NAME}:seq
+-- KEYS[6] -> {dq:NAME}:m:ID, the item's hash
+-- KEYS[7] -> {dq:NAME}:r:RID, the request's reply
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> the lease's token
+-- ARGV[4] -> -1: release; else snooze for this many µs
+-- ARGV[5] -> the request id
+-- Output: {0} lease lost; {1, due} back in sched, due then (ms), with the
+--   lease's attempt uncounted; {3} deleted because it was cancelled while
+--   in flight. A rerun of the same request returns the first run's reply.
 --
 -- The item goes back under a new member (to_sched), as after a Nack: the
 -- member's number is the next lease's token, so the consumer that released
--- it cannot settle the next lease. Its score is the due time it had, which
--- the claim did not change: it is due at once, ahead of every item due
--- after it, and behind the items due at the same millisecond.
---
--- KEYS: sched, lease, wake, stats, seq; the item's hash and the request's
---   reply key
+-- it cannot settle the next lease. A release keeps the due time it had,
+-- which the claim did not change: it is due at once, ahead of every item
+-- due after it, and behind the items due at the same millisecond. The
+-- limit key's rate log is found while running and read before the first
+-- write (see the key layout).
 --@include common
 --@include lease
+--@include rate
 
+local snooze = tonumber(ARGV[4]) >= 0
+local refund = snooze and f[6] ~= '1' and rate_log_of(h, f[4])
 local c = conc_of(h, f[12])
 redis.call('ZREM', K_LEASE, f[4])
 conc_end(c, h, f[4], now)
@@ -25,7 +43,14 @@ if f[6] == '1' then
 end
 local att = (tonumber(f[5]) or 1) - 1
 if att < 0 then att = 0 end
-local due = tonumber(redis.call('HGET', h, 'due')) or now
-if due > now then due = now end
-to_sched(h, ARGV[2], due, 'att', att, 'rq', ARGV[4], 'rr', enc({1, due}))
+local due
+if snooze then
+  due = after(now, frac, tonumber(ARGV[4]))
+  if refund then redis.call('ZREM', refund, f[4]) end
+  redis.call('HINCRBY', K_STATS, 'snoozed', 1)
+else
+  due = tonumber(redis.call('HGET', h, 'due')) or now
+  if due > now then due = now end
+end
+to_sched(h, ARGV[2], due, 'att', att, 'rq', ARGV[5], 'rr', enc({1, due}))
 return {1, due}

@@ -194,3 +194,12 @@ local function rate_write(now, frac)
     end
   end
 end
+-- rate_log_of returns the rate log holding the claim of lease member mem
+-- of item hash h (its limit key's), if it holds it: a Snooze takes it out
+-- again. Reads only, nothing when the queue has no rate limit.
+local function rate_log_of(h, mem)
+  if not redis.call('HGET', K_SEQ, 'lim') then return nil end
+  local L = K_PREFIX .. 'rl:' .. (redis.call('HGET', h, 'lk') or '')
+  if redis.call('ZSCORE', L, mem) then return L end
+  return nil
+end
