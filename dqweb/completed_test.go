@@ -178,7 +178,8 @@ func mustFormat(t *testing.T, p []byte, limit int) string {
 }
 
 // TestCompletedItemPage: a completed item's page shows when it completed,
-// when it expires and its result, formatted as the payload is; a hostile
+// when it expires and its result, formatted as the payload is, each under
+// its heading (issue 41, item 14: the payload had none); a hostile
 // result is escaped; one over ItemPayloadBytes is not read.
 func TestCompletedItemPage(t *testing.T) {
 	f := webtest.NewFixture(t, dqweb.Options{})
@@ -192,7 +193,7 @@ func TestCompletedItemPage(t *testing.T) {
 		`<dt>expires</dt><dd data-k="expires"><time datetime="`, `<span class="abs">`, `<dd data-k="result-size">42 bytes, JSON</dd>`,
 		`<section id="result">`, `<pre class="payload JSON">` + html.EscapeString(mustFormat(t, []byte(okResult), 256<<10)) + `</pre>`,
 		`<dd data-k="retention">1h`, `data-k="kind" class="kind"><a href="/dq/queue?q=done&amp;state=completed&amp;kind=refund"`,
-		`<pre class="payload JSON">{` + "\n" + `  &#34;order&#34;: 1` + "\n}</pre>",
+		"<section id=\"payload\">\n<h2>Payload</h2>\n" + `<pre class="payload JSON">{` + "\n" + `  &#34;order&#34;: 1` + "\n}</pre>",
 		`data-confirm="Run completed item &#34;ok:1&#34; of queue &#34;done&#34; again?`, `name="state" value="completed"`} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("item ok:1 lacks %s", want)
