@@ -41,6 +41,13 @@ func (mx *Mux) Handle(kind string, h Handler) {
 	mx.handlers[kind] = h
 }
 
+// HandleFunc registers fn for the messages of kind, as Handle does: the
+// habit of net/http and asynq (Handle takes a func as it is, a Handler
+// being one).
+func (mx *Mux) HandleFunc(kind string, fn func(ctx context.Context, m *Message) error) {
+	mx.Handle(kind, fn)
+}
+
 // NotFound sets the handler of the messages whose kind has none (nil:
 // DefaultNotFound again). Give SkipRetry's handler to dead-letter them at
 // once instead:
