@@ -61,7 +61,7 @@ func TestClaimScriptWorkIsBounded(t *testing.T) {
 	c := s.client(t)
 	ctx := context.Background()
 	const vis = time.Second // outlasts the ten claims of TakeBatch(MaxBatch)
-	q := newQueue(t, c, "bound", WithVisibilityTimeout(vis), WithBackoff(0, 0), WithMaxAttempts(0))
+	q := newQueue(t, c, "bound", WithVisibilityTimeout(vis), WithBackoff(0, 0), WithMaxAttempts(NoAttemptLimit))
 	const n = 3 * MaxBatch
 	seed(t, q, ids("b", n))
 
@@ -142,7 +142,7 @@ func TestBacklogDrainNoSlowScripts(t *testing.T) {
 	// The worst case, one script at a time on another queue of the same
 	// server: leases of 1ms, so each script finds the previous one's leases
 	// expired, returns scriptBatch of them and leases scriptBatch items.
-	w := newQueue(t, c, "worst", WithVisibilityTimeout(time.Millisecond), WithBackoff(0, 0), WithMaxAttempts(0))
+	w := newQueue(t, c, "worst", WithVisibilityTimeout(time.Millisecond), WithBackoff(0, 0), WithMaxAttempts(NoAttemptLimit))
 	w.opt.reclaimBatch = MaxBatch // more than any option allows: the script's own cap is measured
 	seed(t, w, ids("w", 20_000))
 	var cpu []time.Duration

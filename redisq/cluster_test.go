@@ -501,7 +501,7 @@ func failover(t *testing.T, opts ...Option) (lost, undone []string, notReplicate
 	cc := clusterClient(t, c)
 	ctx := context.Background()
 	// A short lease: an ack the failover undid shows as a redelivery.
-	opts = append([]Option{WithVisibilityTimeout(2 * time.Second), WithBackoff(0, 0), WithMaxAttempts(0), WithWakeCap(time.Second)}, opts...)
+	opts = append([]Option{WithVisibilityTimeout(2 * time.Second), WithBackoff(0, 0), WithMaxAttempts(NoAttemptLimit), WithWakeCap(time.Second)}, opts...)
 	q := newQueue(t, cc, "fo", opts...)
 	master, err := c.MasterOf(ctx, q.db.Keys.Sched)
 	require.NoError(t, err)

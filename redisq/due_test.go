@@ -94,7 +94,7 @@ func TestRelativeDueTimesNeverBeforeRedisTimePlusDelay(t *testing.T) {
 	c := s.client(t)
 	const backoff = 1700*time.Microsecond + 1
 	const vis = 30*time.Second + 300*time.Microsecond + 1
-	q := newQueue(t, c, "roundup", WithBackoff(backoff, backoff), WithMaxAttempts(0), WithVisibilityTimeout(vis))
+	q := newQueue(t, c, "roundup", WithBackoff(backoff, backoff), WithMaxAttempts(NoAttemptLimit), WithVisibilityTimeout(vis))
 	ctx := context.Background()
 	delays := []time.Duration{1, 999, 300 * time.Microsecond, time.Millisecond + 1, 1500 * time.Microsecond, 2*time.Millisecond - 1}
 	const n = 240

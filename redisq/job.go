@@ -25,7 +25,8 @@ type Job struct {
 	// handler (a trace context, a tenant): at most MaxHeaderBytes in all.
 	Headers map[string]string `json:"headers,omitempty"`
 	// MaxAttempts replaces the queue's WithMaxAttempts for this item when
-	// it is not 0; a negative value is no limit.
+	// it is not 0 (0: the queue's, whose own 0 is DefaultMaxAttempts);
+	// NoAttemptLimit (any negative value) is no limit.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// BackoffBase and BackoffMax replace the queue's WithBackoff for this
 	// item when BackoffBase is positive.
@@ -108,7 +109,9 @@ func Header(name, value string) JobOption {
 	}
 }
 
-// MaxAttempts sets the item's Job.MaxAttempts (n < 0: no limit).
+// MaxAttempts sets the item's Job.MaxAttempts: n deliveries at most, 0
+// the queue's (WithMaxAttempts), NoAttemptLimit (n < 0) no limit. asynq's
+// MaxRetry(n) is MaxAttempts(n + 1).
 func MaxAttempts(n int) JobOption { return func(j *Job) { j.MaxAttempts = n } }
 
 // Backoff sets the item's Job.BackoffBase and BackoffMax: the redelivery

@@ -43,7 +43,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		visibility:    30 * time.Second,
-		maxAttempts:   10,
+		maxAttempts:   DefaultMaxAttempts,
 		backoffBase:   time.Second,
 		backoffMax:    5 * time.Minute,
 		wakeCap:       5 * time.Second,
@@ -70,16 +70,37 @@ func WithVisibilityTimeout(d time.Duration) Option {
 	}
 }
 
+// DefaultMaxAttempts is how many deliveries an item gets when neither its
+// queue (WithMaxAttempts) nor its Job (MaxAttempts) says: 10 runs, where
+// asynq's default is 25 retries (26 runs).
+const DefaultMaxAttempts = 10
+
+// NoAttemptLimit, given to WithMaxAttempts or MaxAttempts (any negative
+// number does), is no limit: a failed item is retried for ever.
+const NoAttemptLimit = -1
+
 // WithMaxAttempts sets how many deliveries an item gets before a failed one
-// (lease expiry or Nack) moves it to the dead set (default 10; 0 = no limit).
+// (lease expiry or Nack) moves it to the dead set: n > 0 that many, 0 the
+// default (DefaultMaxAttempts), NoAttemptLimit (or any negative n) no
+// limit. Zero means the default here as in Job.MaxAttempts. (Before, 0
+// was no limit: a queue that relied on it says NoAttemptLimit now.)
 func WithMaxAttempts(n int) Option {
 	return func(o *options) error {
-		if n < 0 {
-			return fmt.Errorf("redisq: max attempts %d < 0", n)
-		}
-		o.maxAttempts = n
+		o.maxAttempts = attemptLimit(n)
 		return nil
 	}
+}
+
+// attemptLimit is n as the scripts take a default max attempts: 0 no
+// limit.
+func attemptLimit(n int) int {
+	switch {
+	case n == 0:
+		return DefaultMaxAttempts
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // WithBackoff sets the redelivery delay after the k-th failed attempt:
