@@ -197,10 +197,18 @@ func (k JobKind[T]) Decode(m *Message) (T, error) {
 // Handle registers fn in mux for this kind: each message's payload is
 // decoded as a T first, and one that does not decode is dead-lettered at
 // once (SkipRetry) with a reason that says so, since no retry can fix it.
+// From then on, Queue.Register in this process refuses a recurring
+// registration of this kind whose payload does not decode as a T (use
+// k.Register, which encodes a T).
 func (k JobKind[T]) Handle(mux *Mux, fn func(ctx context.Context, m *Message, v T) error) {
 	if fn == nil {
 		panic("redisq: JobKind.Handle with a nil func")
 	}
+	var zero T
+	noteTyped(k.Name, kindDecoder{typ: fmt.Sprintf("%T", zero), decode: func(b []byte) error {
+		var v T
+		return k.codec().Unmarshal(b, &v)
+	}})
 	mux.Handle(k.Name, func(ctx context.Context, m *Message) error {
 		v, err := k.Decode(m)
 		if err != nil {

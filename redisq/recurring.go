@@ -221,10 +221,16 @@ func checkRegName(name string) error {
 // and among equal versions the last one Redis runs. Either way one
 // occurrence to come is enqueued, never two.
 //
+// A job of a kind is registered typed with JobKind.Register. Register
+// refuses a payload that a typed handler of the job's kind, registered in
+// this process (JobKind.Handle, HandleJSON), does not decode: every
+// occurrence would be dead-lettered.
+//
 // It blocks for two round trips (Redis TIME, then one script). It returns
 // an error, changing nothing, for a bad name (empty, over
 // MaxRegistrationName bytes), a schedule that cannot be stored (prefixed
-// "redisq:", naming what is accepted), CatchUp over MaxCatchUp,
+// "redisq:", naming what is accepted), CatchUp over MaxCatchUp, a payload
+// its kind's typed handler does not decode,
 // ErrNoOccurrence, ErrClosed after Close, or a Redis/context error (the
 // registration may or may not have been stored; registering again is
 // safe), ErrNotReplicated among them (WithReplicaAcks). A Register whose reply was lost and that go-redis runs again
@@ -246,6 +252,9 @@ func (q *Queue) Register(ctx context.Context, name string, s Schedule, payload [
 		return 0, err
 	}
 	if err := c.job.noUnique("a recurring registration"); err != nil {
+		return 0, err
+	}
+	if err := checkTypedPayload(name, c.job.Kind, payload); err != nil {
 		return 0, err
 	}
 	if c.catchUp > MaxCatchUp {
