@@ -29,7 +29,7 @@ const (
 // or "conc"): the keys as shown, in order, and each row by key.
 func limitRows(t *testing.T, body, kind string) ([]string, map[string]string) {
 	t.Helper()
-	table := regexp.MustCompile(`(?s)<table class="items limits ` + kind + `">.*?</table>`).FindString(body)
+	table := regexp.MustCompile(`(?s)<table class="items limits ` + kind + `[ "][^>]*>.*?</table>`).FindString(body)
 	var keys []string
 	rows := map[string]string{}
 	for _, m := range regexp.MustCompile(`(?s)<tr data-key="([^"]*)"[^>]*>.*?</tr>`).FindAllStringSubmatch(table, -1) {

@@ -67,11 +67,11 @@ func TestRecurringTab(t *testing.T) {
 	for name, want := range map[string][]string{
 		"hourly": {`class="behind"`, `<td class="next behind" title="no process keeps it: `, `<span class="badge behind" title="no process keeps it: `,
 			`ago</time> <span class="abs">` + regs["hourly"].Next.UTC().Format("2006-01-02 15:04:05.000 UTC") + `</span>`},
-		"daily": {`<td class="n opt">2</td><td class="opt policy">–</td><td class="n opt skipped">0</td><td class="n opt">7</td><td class="n opt">5 bytes</td>`, `<td class="spec">every 24h0m0s, phase 9h0m0s</td>`,
+		"daily": {`<td class="n opt" data-label="Catch-up">2</td><td class="opt policy" data-label="Policy">–</td><td class="n opt skipped" data-label="Skipped">0</td><td class="n opt" data-label="Version">7</td><td class="n opt" data-label="Payload">5 bytes</td>`, `<td class="spec" data-label="Schedule">every 24h0m0s, phase 9h0m0s</td>`,
 			`<time datetime="` + d.Next.UTC().Format(time.RFC3339Nano) + `" title="` + d.Next.UTC().Format("2006-01-02 15:04:05.000 UTC") + `">in `, `<span class="abs">` + d.Next.UTC().Format("2006-01-02 15:04:05.000 UTC") + `</span>`,
 			`<a href="` + html.EscapeString(dailyItem) + `" title="its occurrence enqueued last: &#34;` + d.EnqueuedID + `&#34;, scheduled">daily</a>`,
 			`data-confirm="Unregister &#34;daily&#34; of queue &#34;orders&#34;? No occurrence of it is enqueued any more; its last one, if still scheduled, is cancelled."`},
-		"taken": {`<td class="id">taken</td>`, `class="behind"`},
+		"taken": {`<td class="id" data-label="Name">taken</td>`, `class="behind"`},
 		"mars":  {`<span class="error">cannot compute here: redisq: cron spec &#34;CRON_TZ=Mars/Olympus 0 9 * * *&#34;: unknown time zone Mars/Olympus</span>`},
 		"over":  {`<span class="muted">ended</span>`},
 		`"rtl\u202egnp"`: {`>&#34;rtl\u202egnp&#34;</a>`, `name="regx" value="` + hex.EncodeToString([]byte(webtest.RTLReg)) + `"`,
@@ -328,10 +328,10 @@ func TestRecurringSeenAndOrphaned(t *testing.T) {
 		if got := strings.Contains(row, badge); got != orphaned {
 			t.Errorf("%s: orphaned badge %v, want %v\n%s", name, got, orphaned, row)
 		}
-		if orphaned && !strings.Contains(row, `<td class="opt seen orphaned"><time datetime="`+old.UTC().Format(time.RFC3339Nano)+`" title="`+old.UTC().Format("2006-01-02 15:04:05.000 UTC")+`">10m0s ago</time> <span class="abs">`) {
+		if orphaned && !strings.Contains(row, `<td class="opt seen orphaned" data-label="Seen"><time datetime="`+old.UTC().Format(time.RFC3339Nano)+`" title="`+old.UTC().Format("2006-01-02 15:04:05.000 UTC")+`">10m0s ago</time> <span class="abs">`) {
 			t.Errorf("%s: its Seen cell:\n%s", name, row)
 		}
-		if !orphaned && !strings.Contains(row, `<td class="opt seen"><time datetime=`) {
+		if !orphaned && !strings.Contains(row, `<td class="opt seen" data-label="Seen"><time datetime=`) {
 			t.Errorf("%s: its Seen cell:\n%s", name, row)
 		}
 	}
@@ -403,8 +403,8 @@ func TestRecurringPolicyShown(t *testing.T) {
 	checkPage(t, "recurring tab", r, 200<<10)
 	rows := regRows(t, r.body)
 	for name, want := range map[string]string{
-		"sync":  `<td class="opt policy">skip overlap, window 10m0s</td><td class="n opt skipped">1 <span class="muted">(last: late)</span></td>`,
-		"plain": `<td class="opt policy">–</td><td class="n opt skipped">0</td>`,
+		"sync":  `<td class="opt policy" data-label="Policy">skip overlap, window 10m0s</td><td class="n opt skipped" data-label="Skipped">1 <span class="muted">(last: late)</span></td>`,
+		"plain": `<td class="opt policy" data-label="Policy">–</td><td class="n opt skipped" data-label="Skipped">0</td>`,
 	} {
 		if !strings.Contains(rows[name], want) {
 			t.Errorf("the row of %s lacks %s:\n%s", name, want, rows[name])

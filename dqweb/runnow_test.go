@@ -131,7 +131,7 @@ func TestRunNowOnAnOccurrenceAddsARun(t *testing.T) {
 	}
 	row := regRows(t, get(t, c, f.TabURL("orders", "recurring")).body)["digest"]
 	next := section(t, row, `<td class="next"`, "</td>")
-	last := regexp.MustCompile(`<td class="opt">(<time[^>]*>[^<]*</time> <span class="abs">[^<]*</span>)</td><td class="opt seen">`).FindStringSubmatch(row)
+	last := regexp.MustCompile(`<td class="opt" data-label="Last">(<time[^>]*>[^<]*</time> <span class="abs">[^<]*</span>)</td><td class="opt seen" data-label="Seen">`).FindStringSubmatch(row)
 	if !strings.Contains(next, `<span class="abs">`+at+`</span>`) || last == nil || !strings.Contains(last[1], `<span class="abs">`+g2.Last.UTC().Format("2006-01-02 15:04:05.000 UTC")+`</span>`) {
 		t.Errorf("the Recurring tab's next and last:\n%s", row)
 	}
