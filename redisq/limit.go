@@ -50,7 +50,8 @@ type LimitState struct {
 }
 
 // SetRateLimit sets the rate limit of the items whose LimitKey is key ("":
-// the items without one), for every process that uses the queue: at most
+// the items without one, not the whole queue: that is SetQueueRateLimit),
+// for every process that uses the queue: at most
 // l.N of them are claimed in any l.Per. The zero RateLimit removes the
 // limit. An item due while its key's window is full is not leased: it
 // waits in Redis, scheduled at its slot, when the window has room again

@@ -779,6 +779,9 @@ type Stats struct {
 	// ConcurrencyLimits counts the concurrency limits set on its limit keys
 	// (see SetConcurrencyLimit; ConcurrencyLimits reads them).
 	ConcurrencyLimits int
+	// QueueRateLimit is the queue's own rate limit (SetQueueRateLimit;
+	// zero: none).
+	QueueRateLimit RateLimit
 	// Counters since the queue was created (Destroy resets them); see
 	// StatsCounters.
 	StatsCounters
@@ -811,6 +814,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		Counters:   map[string]int64{},
 		Paused:     r.Paused,
 		RateLimits: int(r.RateLimits), ConcurrencyLimits: int(r.ConcLimits),
+		QueueRateLimit: RateLimit{N: int(r.QueueRateN), Per: time.Duration(r.QueueRatePer) * time.Microsecond},
 	}
 	if r.HasHead && r.Head <= r.Now {
 		s.OldestOverdue = msDuration(r.Now - r.Head)

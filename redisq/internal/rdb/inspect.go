@@ -3,6 +3,8 @@ package rdb
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 )
 
 var (
@@ -33,6 +35,9 @@ type StatsReply struct {
 	RateLimits int64
 	// ConcLimits counts the concurrency limits set (the sequence's cc).
 	ConcLimits int64
+	// QueueRateN and QueueRatePer are the queue's own rate limit (the
+	// sequence's ql): N claims per Per µs; N 0: none.
+	QueueRateN, QueueRatePer int64
 }
 
 // Stats reads the queue's sizes and counters in one script.
@@ -51,7 +56,7 @@ func (r *Runner) Stats(ctx context.Context) (StatsReply, error) {
 	}
 	s.Counters = flatMap(res[6])
 	s.Lateness = flatMap(res[7])
-	f, _ := res[8].([]interface{}) // n, s0, r, paused, lim, cc of the sequence
+	f, _ := res[8].([]interface{}) // n, s0, r, paused, lim, cc, ql of the sequence
 	if len(f) >= 3 && f[0] != nil && f[1] != nil {
 		n, s0, rq := toInt(f[0]), toInt(f[1]), int64(0)
 		if f[2] != nil {
@@ -64,6 +69,9 @@ func (r *Runner) Stats(ctx context.Context) (StatsReply, error) {
 	}
 	if len(f) > 5 && f[5] != nil {
 		s.ConcLimits = toInt(f[5])
+	}
+	if len(f) > 6 && f[6] != nil {
+		s.QueueRateN, s.QueueRatePer = parseRate(f[6])
 	}
 	if len(f) > 3 && f[3] != nil {
 		s.Paused = true
@@ -280,4 +288,20 @@ func (r *Runner) DeadReasons(ctx context.Context, offset, n int64) (ReasonPage, 
 		p.Reasons = append(p.Reasons, ReasonCount{Reason: why, Count: toInt(res[i+1]), First: ToMS(res[i+2]), Last: ToMS(res[i+3])})
 	}
 	return p, nil
+}
+
+// parseRate reads a rate limit "N,PER" (µs) as the scripts store it; 0, 0
+// when it is not one.
+func parseRate(v interface{}) (n, per int64) {
+	s, _ := v.(string)
+	a, b, ok := strings.Cut(s, ",")
+	if !ok {
+		return 0, 0
+	}
+	n, err1 := strconv.ParseInt(a, 10, 64)
+	per, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0
+	}
+	return n, per
 }

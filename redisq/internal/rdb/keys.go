@@ -31,7 +31,8 @@ import "strconv"
 //	                           and lease tokens), s0 where it started (Redis
 //	                           TIME in µs), r the numbers requeues took,
 //	                           paused (when Pause paused it, ms), lim (how
-//	                           many rate limits are set)
+//	                           many rate limits are set), cc (concurrency
+//	                           limits), ql (the queue's own rate limit)
 //	{dq:NAME}:a:TOKEN  string  an applied ack's tombstone (30 s)
 //	{dq:NAME}:r:RID    string  the reply of a call that deleted its item (30 s)
 //	{dq:NAME}:u:KEY    string  unique key KEY's window: the id of the item
@@ -56,6 +57,9 @@ import "strconv"
 //	{dq:NAME}:limits   hash    limit key -> its rate limit "N,PER µs"; the
 //	                           keys rl:KEY, rw:KEY, rr:KEY and rx:KEY hold its use
 //	                           (see lua/include/rate.lua)
+//	{dq:NAME}:ql       zset    the claims of the queue's own rate limit
+//	                           (the sequence's field ql "N,PER µs"): member
+//	                           -> TIME µs, as rl:KEY (see lua/include/rate.lua)
 //	{dq:NAME}:conc     hash    limit key -> its concurrency limit K; the
 //	                           keys cf:KEY, cq:KEY and cp:KEY hold its use (see
 //	                           conc_keys in lua/include/common.lua)
@@ -71,7 +75,7 @@ type Keys struct {
 	Items  string // "{dq:NAME}:m:", every script's ARGV[1]
 
 	Sched, Lease, Dead, Done, Wake, Stats, Seq, Timer, Late string
-	Parts, Recs, Recx, Workers, Limits, Conc                string
+	Parts, Recs, Recx, Workers, Limits, Conc, QueueRate     string
 }
 
 // QueueKeys returns the keys of the queue name.
@@ -82,7 +86,7 @@ func QueueKeys(name string) Keys {
 		Sched: p + "sched", Lease: p + "lease", Dead: p + "dead", Done: p + "done", Wake: p + "wake",
 		Stats: p + "stats", Seq: p + "seq", Timer: p + "timer", Late: p + "late",
 		Parts: p + "parts", Recs: p + "recs", Recx: p + "recx", Workers: p + "workers",
-		Limits: p + "limits", Conc: p + "conc",
+		Limits: p + "limits", Conc: p + "conc", QueueRate: p + "ql",
 	}
 }
 

@@ -25,14 +25,14 @@
 -- it cannot settle the next lease. A release keeps the due time it had,
 -- which the claim did not change: it is due at once, ahead of every item
 -- due after it, and behind the items due at the same millisecond. The
--- limit key's rate log is found while running and read before the first
--- write (see the key layout).
+-- rate logs (the limit key's, the queue's) are found while running and
+-- read before the first write (see the key layout).
 --@include common
 --@include lease
 --@include rate
 
 local snooze = tonumber(ARGV[4]) >= 0
-local refund = snooze and f[6] ~= '1' and rate_log_of(h, f[4])
+local refund = snooze and f[6] ~= '1' and rate_logs_of(h, f[4])
 local c = conc_of(h, f[12])
 redis.call('ZREM', K_LEASE, f[4])
 conc_end(c, h, f[4], now)
@@ -46,7 +46,12 @@ if att < 0 then att = 0 end
 local due
 if snooze then
   due = after(now, frac, tonumber(ARGV[4]))
-  if refund then redis.call('ZREM', refund, f[4]) end
+  for _, L in ipairs(refund or {}) do
+    redis.call('ZREM', L, f[4])
+    -- Room in the queue's window, which consumers may wait for: one
+    -- claims.
+    if L == K_QLOG then redis.call('ZADD', K_WAKE, 0, 'w') end
+  end
   redis.call('HINCRBY', K_STATS, 'snoozed', 1)
 else
   due = tonumber(redis.call('HGET', h, 'due')) or now

@@ -1,5 +1,5 @@
 -- stats: {now, scheduled, due, headScore|nil, leased, dead, {k1, v1, ...}
--- counters, {bound, count, ...} lateness, {n, s0, r, paused, lim, cc} of the
+-- counters, {bound, count, ...} lateness, {n, s0, r, paused, lim, cc, ql} of the
 -- sequence, completed}. The head score is nil (Lua
 -- false) when sched is empty: every integer is a possible score.
 --
@@ -15,6 +15,6 @@ local out = {now, redis.call('ZCARD', K_SCHED), redis.call('ZCOUNT', K_SCHED, '-
   redis.call('ZCARD', K_LEASE), redis.call('ZCARD', K_DEAD)}
 out[7] = redis.call('HGETALL', K_STATS)
 out[8] = redis.call('HGETALL', K_LATE)
-out[9] = redis.call('HMGET', K_SEQ, 'n', 's0', 'r', 'paused', 'lim', 'cc')
+out[9] = redis.call('HMGET', K_SEQ, 'n', 's0', 'r', 'paused', 'lim', 'cc', 'ql')
 out[10] = redis.call('ZCOUNT', K_DONE, '(' .. string.format('%d', now), '+inf')
 return out

@@ -4,7 +4,7 @@
 
 -- A paused queue (see Pause) leases nothing and takes no timer: its
 -- consumers wait on the marker, which Resume rings.
-local qf = redis.call('HMGET', K_SEQ, 'paused', 'lim', 'cc')
+local qf = redis.call('HMGET', K_SEQ, 'paused', 'lim', 'cc', 'ql')
 if qf[1] then return claim_reply({now, -1, 0}) end
 local mp = ARGV[1]
 local n = math.min(tonumber(ARGV[2]), {{SCRIPT_BATCH}})
@@ -48,6 +48,9 @@ if lh[1] and tonumber(lh[2]) <= now then
 end
 local out = {now, -1, 0}
 local leased, wait, park, wmin = 0, nil, nil, nil
+-- The queue's own rate limit bounds what this claim leases (rate.lua).
+local ql = qf[4] and queue_rate_read(qf[4], now * 1000 + frac)
+if ql then n = math.min(n, math.max(ql.n - ql.cnt, 0)) end
 -- With limits, a claim looks at up to ScriptBatch due items to lease n,
 -- so that the items a limit holds do not hold up the others behind them.
 -- It reads the due items alone (and the first item after them, for the
@@ -159,6 +162,7 @@ if k > 0 then
   end end
   redis.call('ZREMRANGEBYRANK', K_SCHED, 0, k - 1)
   if leased > 0 then redis.call('ZADD', K_LEASE, unpack(z)) end
+  if ql and leased > 0 then queue_rate_write(ql, z, nowus) end
   if wait then
     for i, slot in pairs(wait) do
       local mem = sch[2 * i - 1]
@@ -183,12 +187,21 @@ if k > 0 then
   if qf[3] then conc_write(sch, fs, k, skip, park, dl, now) end
 end
 local nxt = -1
+-- The queue's window is full: due work left waits for its room.
+local qroom = ql and ql.cnt + leased >= ql.n
 if sch[2 * k + 1] then
   local d = tonumber(sch[2 * k + 2]) - now
   -- Due work is left: wake a waiter for it, unless this claim leased
   -- items and the caller watches for it (its Queue rings the marker
   -- unless one of its consumers claims again first).
-  if d <= 0 then d = 0; if n > 0 and (leased == 0 or ARGV[9] ~= '1') then rearm = true end end
+  if qroom then
+    -- Not before the window has room, whenever it is due.
+    ql.cnt = ql.cnt + leased
+    d = math.max(d, math.ceil(rate_room(ql, now * 1000 + frac) / 1000) - now, 1)
+  elseif d <= 0 then
+    d = 0
+    if n > 0 and (leased == 0 or ARGV[9] ~= '1') then rearm = true end
+  end
   nxt = d
 end
 if wmin and (nxt < 0 or wmin - now < nxt) then nxt = wmin - now end

@@ -194,12 +194,46 @@ local function rate_write(now, frac)
     end
   end
 end
--- rate_log_of returns the rate log holding the claim of lease member mem
--- of item hash h (its limit key's), if it holds it: a Snooze takes it out
--- again. Reads only, nothing when the queue has no rate limit.
-local function rate_log_of(h, mem)
-  if not redis.call('HGET', K_SEQ, 'lim') then return nil end
-  local L = K_PREFIX .. 'rl:' .. (redis.call('HGET', h, 'lk') or '')
-  if redis.call('ZSCORE', L, mem) then return L end
-  return nil
+
+-- The queue's own rate limit (SetQueueRateLimit): the sequence hash's
+-- field ql is "N,PER" µs, and {dq:NAME}:ql its log, as rl:KEY is a key's.
+-- Every claim of the queue counts in it, whatever the item's limit key (a
+-- key's limits are checked too). Its window full, a claim leases nothing
+-- more and leaves the due items due, in their order, and its reply tells
+-- the consumers to wait until the window has room: no item is rescored,
+-- and no consumer polls.
+local K_QLOG = K_PREFIX .. 'ql'
+-- queue_rate_read parses ql, the sequence's field, and reads the log for
+-- a claim at nowus, as rate_read a key's (nil: no limit). Reads only.
+local function queue_rate_read(ql, nowus)
+  local n, per = string.match(ql or '', '^(%d+),(%d+)$')
+  if not n then return nil end
+  local l = {n = tonumber(n), per = tonumber(per), L = K_QLOG}
+  l.lo = string.format('%d', nowus - l.per)
+  l.cnt = redis.call('ZCOUNT', l.L, '(' .. l.lo, '+inf')
+  l.c0 = l.cnt
+  return l
+end
+-- queue_rate_write records the claims of this claim's lease members mems
+-- (z: deadline, member pairs) in the queue's log, at nowus.
+local function queue_rate_write(l, z, nowus)
+  local ts, w = string.format('%d', nowus), {}
+  for i = 2, #z, 2 do w[#w + 1] = ts; w[#w + 1] = z[i] end
+  redis.call('ZREMRANGEBYSCORE', l.L, '-inf', l.lo)
+  redis.call('ZADD', l.L, unpack(w))
+  redis.call('PEXPIRE', l.L, math.ceil(l.per / 1000) + 1)
+end
+-- rate_logs_of returns the rate logs that hold the claim of lease member
+-- mem of item hash h (its limit key's, the queue's): a Snooze takes it out
+-- of them again. Reads only; nothing when the queue has no rate limit.
+local function rate_logs_of(h, mem)
+  local q = redis.call('HMGET', K_SEQ, 'lim', 'ql')
+  local logs = {}
+  if q[1] then logs[1] = K_PREFIX .. 'rl:' .. (redis.call('HGET', h, 'lk') or '') end
+  if q[2] then logs[#logs + 1] = K_QLOG end
+  local out = {}
+  for _, L in ipairs(logs) do
+    if redis.call('ZSCORE', L, mem) then out[#out + 1] = L end
+  end
+  return out
 end
