@@ -144,11 +144,7 @@ func TestConcurrencyLimitAcrossProcesses(t *testing.T) {
 			items = append(items, EnqueueItem{ID: fmt.Sprintf("%s%d", key, i), At: time.Unix(1, 0), Job: Job{LimitKey: key}})
 		}
 	}
-	res, err := q.EnqueueMany(ctx, items)
-	require.NoError(t, err)
-	for _, r := range res {
-		require.NoError(t, r.Err)
-	}
+	enqueueAll(t, q, items)
 	lines := make(chan string, 1000)
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // after the helpers' cleanups kill them

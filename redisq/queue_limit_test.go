@@ -31,11 +31,7 @@ func TestQueueRateLimit(t *testing.T) {
 	for i, key := range []string{"a", "b", "", "a", "b"} {
 		items = append(items, EnqueueItem{ID: fmt.Sprintf("i%d", i), At: time.Unix(1, 0), Job: Job{LimitKey: key}})
 	}
-	res, err := q.EnqueueMany(ctx, items)
-	require.NoError(t, err)
-	for _, r := range res {
-		require.NoError(t, r.Err)
-	}
+	enqueueAll(t, q, items)
 	got, ms := takeIDs(t, q, 10)
 	require.Equal(t, []string{"i0", "i1"}, got, "N of the queue, in order, whatever their keys")
 	st, err := q.Stats(ctx)
@@ -111,22 +107,8 @@ func TestQueueRateLimitAcrossProcesses(t *testing.T) {
 	for i := range n {
 		items = append(items, EnqueueItem{ID: fmt.Sprintf("i%d", i), At: time.Unix(1, 0), Job: Job{LimitKey: []string{"a", "b", ""}[i%3]}})
 	}
-	res, err := q.EnqueueMany(ctx, items)
-	require.NoError(t, err)
-	for _, r := range res {
-		require.NoError(t, r.Err)
-	}
-	lines := make(chan string, 1000)
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait) // after the helpers' cleanups kill them
-	for p := range 4 {
-		_, sc := helperProcess(t, "rate", "REDISQ_ADDR="+s.addr(), "REDISQ_QUEUE=qrate-procs", "REDISQ_ME="+strconv.Itoa(p), "REDISQ_VIS=1m")
-		wg.Go(func() {
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		})
-	}
+	enqueueAll(t, q, items)
+	lines := rateClaimers(t, s.addr(), "qrate-procs")
 	var all []claim
 	seen := map[string]bool{}
 	timeout := time.After(2 * time.Minute)
@@ -154,6 +136,12 @@ func TestQueueRateLimitAcrossProcesses(t *testing.T) {
 	// more (a generous bound for a loaded machine).
 	require.GreaterOrEqual(t, last-first, int64(7*400))
 	require.Less(t, last-first, int64(7*400+10000), "the consumers fell behind the limit")
+	// The helpers go on; audit once they have acked everything.
+	eventually(t, 30*time.Second, "all acked", func() bool {
+		st, err := q.Stats(ctx)
+		require.NoError(t, err)
+		return st.Acked == n
+	})
 	audit(t, q)
 }
 

@@ -39,6 +39,33 @@ func requireWithinLimit(t *testing.T, claims []claim, l RateLimit) {
 	}
 }
 
+// enqueueAll adds items by EnqueueMany, failing the test on any error.
+func enqueueAll(t *testing.T, q *Queue, items []EnqueueItem) {
+	t.Helper()
+	res, err := q.EnqueueMany(context.Background(), items)
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+}
+
+// rateClaimers starts four "rate" helper processes claiming from queue
+// on the server at addr (see runHelper) and returns their lines.
+func rateClaimers(t *testing.T, addr, queue string) <-chan string {
+	lines := make(chan string, 1000)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // after the helpers' cleanups kill them
+	for p := range 4 {
+		_, sc := helperProcess(t, "rate", "REDISQ_ADDR="+addr, "REDISQ_QUEUE="+queue, "REDISQ_ME="+strconv.Itoa(p), "REDISQ_VIS=1m")
+		wg.Go(func() {
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+		})
+	}
+	return lines
+}
+
 // A limited key's due items are claimed at the limit's rate and no
 // faster, by several OS processes claiming by both scripts. Items of an
 // unlimited key, and of a key whose limit is used up for an hour, are not
@@ -58,22 +85,8 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 			items = append(items, EnqueueItem{ID: fmt.Sprintf("%s%d", key, i), At: time.Unix(1, 0), Job: Job{LimitKey: key}})
 		}
 	}
-	res, err := q.EnqueueMany(ctx, items)
-	require.NoError(t, err)
-	for _, r := range res {
-		require.NoError(t, r.Err)
-	}
-	lines := make(chan string, 1000)
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait) // after the helpers' cleanups kill them
-	for p := range 4 {
-		_, sc := helperProcess(t, "rate", "REDISQ_ADDR="+s.addr(), "REDISQ_QUEUE=rate-procs", "REDISQ_ME="+strconv.Itoa(p), "REDISQ_VIS=1m")
-		wg.Go(func() {
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		})
-	}
+	enqueueAll(t, q, items)
+	lines := rateClaimers(t, s.addr(), "rate-procs")
 	by := map[string][]claim{}
 	seen := map[string]bool{}
 	timeout := time.After(2 * time.Minute)

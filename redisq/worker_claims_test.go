@@ -80,10 +80,12 @@ func (g *groupCommit[T]) waiting() int {
 }
 
 // scriptGate holds every call of its scripts in a ProcessHook, once the
-// server has answered it, until it is opened, counting the calls it
-// holds.
+// server has answered it (or, made by newSendGate, before it is sent: a
+// call whose ctx has ended by then fails unsent, as go-redis fails it),
+// until it is opened, counting the calls it holds.
 type scriptGate struct {
 	shas    map[string]bool
+	before  bool // hold before sending
 	held    atomic.Int32
 	release chan struct{}
 	once    sync.Once
@@ -97,6 +99,12 @@ func newScriptGate(ss ...*script) *scriptGate {
 	return g
 }
 
+func newSendGate(ss ...*script) *scriptGate {
+	g := newScriptGate(ss...)
+	g.before = true
+	return g
+}
+
 // open lets the held calls and all later ones go.
 func (g *scriptGate) open() { g.once.Do(func() { close(g.release) }) }
 
@@ -106,19 +114,30 @@ func (*scriptGate) DialHook(next redis.DialHook) redis.DialHook {
 
 func (g *scriptGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		gated := false
+		if a := cmd.Args(); len(a) > 1 && strings.EqualFold(cmd.Name(), "evalsha") {
+			sha, _ := a[1].(string)
+			gated = g.shas[sha]
+		}
+		if gated && g.before {
+			g.hold()
+		}
 		err := next(ctx, cmd)
 		// Not a NOSCRIPT reply, which go-redis follows with EVAL.
-		if a := cmd.Args(); err == nil && len(a) > 1 && strings.EqualFold(cmd.Name(), "evalsha") {
-			if sha, _ := a[1].(string); g.shas[sha] {
-				select {
-				case <-g.release:
-				default:
-					g.held.Add(1)
-					<-g.release
-				}
-			}
+		if gated && !g.before && err == nil {
+			g.hold()
 		}
 		return err
+	}
+}
+
+// hold waits until the gate opens, counting the call while it waits.
+func (g *scriptGate) hold() {
+	select {
+	case <-g.release:
+	default:
+		g.held.Add(1)
+		<-g.release
 	}
 }
 

@@ -2,57 +2,12 @@ package redisq
 
 import (
 	"context"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
-
-// sendGate holds every call of its scripts in a ProcessHook before it is
-// sent, until the gate opens, counting the calls it holds; a call whose
-// ctx has ended by then fails as go-redis fails it, unsent.
-type sendGate struct {
-	shas    map[string]bool
-	held    atomic.Int32
-	release chan struct{}
-	once    sync.Once
-}
-
-func newSendGate(ss ...*script) *sendGate {
-	g := &sendGate{shas: map[string]bool{}, release: make(chan struct{})}
-	for _, s := range ss {
-		g.shas[s.Hash()] = true
-	}
-	return g
-}
-
-func (g *sendGate) open() { g.once.Do(func() { close(g.release) }) }
-
-func (*sendGate) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (g *sendGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); len(a) > 1 && strings.EqualFold(cmd.Name(), "evalsha") {
-			if sha, _ := a[1].(string); g.shas[sha] {
-				select {
-				case <-g.release:
-				default:
-					g.held.Add(1)
-					<-g.release
-				}
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (*sendGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 // A forced stop hands back every message still held, with no attempt
 // counted, however late Redis answers its releases: here they are held
