@@ -32,7 +32,7 @@ func countingClient(t testing.TB) (*redis.Client, *atomic.Int64) {
 func hostRequests() []*http.Request {
 	form := url.Values{"op": {"delete-all-dead"}, "q": {"orders"}, "csrf": {strings.Repeat("A", 43)}, "confirmed": {"yes"}}.Encode()
 	var rs []*http.Request
-	for _, p := range []string{"/dq/", "/dq/queue?q=orders", "/dq/item?q=orders&id=mail:7", "/dq/item?q=orders&id=mail:7&full=1",
+	for _, p := range []string{"/dq/", "/dq/queue?q=orders", "/dq/queue?q=orders&limitkey=tenant", "/dq/item?q=orders&id=mail:7", "/dq/item?q=orders&id=mail:7&full=1",
 		"/dq/static/dqweb.css", "/dq/static/dqweb.js", "/dq/nope", "/elsewhere", "/dq/action"} {
 		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
 			r := httptest.NewRequest(m, p, nil)

@@ -3,51 +3,73 @@ package dqweb
 import (
 	"context"
 	"encoding/hex"
-	"slices"
+	"fmt"
+	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/dq-go/delayqueue/redisq"
 )
 
-// The summary of a queue's page has a panel of its flow control: every
-// rate limit (redisq Queue.SetRateLimit) with its use, when there is room
-// and the items waiting for a slot, and every concurrency limit
-// (Queue.SetConcurrencyLimit) with the items leased and waiting, sorted by
-// key, each with a form to change it and a button to remove it, and forms
-// to set one on any key (see limitactions.go).
+// The summary of a queue's page has a panel of its flow control: its rate
+// limits (redisq Queue.SetRateLimit) with their use, when there is room
+// and the items waiting for a slot, and its concurrency limits
+// (Queue.SetConcurrencyLimit) with the items leased and waiting, each
+// with a form to change it and a button to remove it, forms to set one on
+// any key (see limitactions.go), and a lookup of one key's limits
+// (queue?q=NAME&limitkey=KEY: RateLimitState and ConcurrencyLimitState,
+// whatever the number of keys).
 //
-// Stats counts the limits of each kind, so a queue without one pays no
-// read for the panel: its limits are read (Queue.RateLimits,
-// Queue.ConcurrencyLimits: two round trips per 100 keys) only when Stats
-// counts some, and only while there are at most maxLimitRead of the kind,
-// which bounds a view's cost; past that the panel gives their number and
-// points to dqctl, and the forms still set any key's. A partitioned
-// queue has none (redisq refuses LimitKey there): no panel.
+// It lists the maxLimitRows busiest keys of each kind, the most waiting
+// items first, then the idle ones by key (Queue.TopRateLimits,
+// TopConcurrencyLimits), and says how many others there are and the
+// items they hold. Stats counts the limits of each kind, so a queue
+// without one pays no read for the panel; one with some pays two round
+// trips per 500 keys, of the first maxLimitRead of a kind (past them the
+// panel says how many it did not read; the lookup finds any), and one per
+// 50 keys listed. A partitioned queue has none (redisq refuses LimitKey
+// there): no panel.
 
 // maxLimitRows is how many keys of each kind the panel lists.
 const maxLimitRows = 100
 
-// maxLimitRead is the most keys of a kind the panel reads on a view: 20
-// round trips. A var for the tests.
-var maxLimitRead = 1000
+// maxLimitRead is the most keys of a kind the panel counts the waiting
+// items of on a view: 10 pages of 500 keys, 20 round trips of under 1 ms
+// of Redis time each. A var for the tests.
+var maxLimitRead = 5000
 
 // limitsView is the panel.
 type limitsView struct {
 	Shown bool // the panel is on the page
 	// Counts of each kind, from Stats; Rows listed (at most
-	// maxLimitRows, sorted by key), More not listed.
-	RateCount, ConcCount int
-	Rate                 []rateRow
-	Conc                 []concRow
-	MoreRate, MoreConc   int
-	// TooMany*: more keys of the kind than a view reads (maxLimitRead).
-	TooManyRate, TooManyConc bool
-	MaxRead                  int
-	Err                      string // why the limits could not be read
+	// maxLimitRows, the busiest first); More the keys read and not
+	// listed, MoreWaiting their waiting items; Unread the keys past
+	// maxLimitRead, not read.
+	RateCount, ConcCount             int
+	Rate                             []rateRow
+	Conc                             []concRow
+	MoreRate, MoreConc               int
+	MoreRateWaiting, MoreConcWaiting int
+	UnreadRate, UnreadConc           int
+	MaxRead                          int
+	Err                              string // why the limits could not be read
 	// SetRate and SetConc set a limit on a key typed in; no Op in
 	// read-only mode or on a partition's page.
 	SetRate, SetConc limitForm
+	// Lookup is the key looked up (limitkey), and its limits.
+	Lookup lookupView
+	Prefix string
+	QueueX string
+}
+
+// lookupView is the lookup of one key's limits: the form, and when a key
+// was asked for, its state.
+type lookupView struct {
+	Asked    bool
+	KeyShown string
+	Value    string // the key, for the form's text field (fillable)
+	Rate     *rateRow
+	Conc     *concRow
+	Err      string
 }
 
 // rateRow is one rate limit as the panel shows it.
@@ -143,11 +165,13 @@ func rateValue(l redisq.RateLimit) string {
 	return strconv.Itoa(l.N) + "/" + short(l.Per)
 }
 
-// limitsPanel fills in the panel of the ordinary queue q. A failure to
-// read is the panel's error, not the page's.
-func (h *handler) limitsPanel(ctx context.Context, q *redisq.Queue, d *queueData) {
+// limitsPanel fills in the panel of the ordinary queue q, and the lookup
+// of the key r asks for (limitkey). A failure to read is the panel's
+// error, not the page's.
+func (h *handler) limitsPanel(ctx context.Context, r *http.Request, q *redisq.Queue, d *queueData) {
 	st := d.Stats
-	v := limitsView{Shown: true, RateCount: st.RateLimits, ConcCount: st.ConcurrencyLimits, MaxRead: maxLimitRead}
+	v := limitsView{Shown: true, RateCount: st.RateLimits, ConcCount: st.ConcurrencyLimits, MaxRead: maxLimitRead,
+		Prefix: h.opt.Prefix, QueueX: d.QueueX}
 	canSet := !h.opt.ReadOnly
 	if canSet && d.Parent == "" {
 		// A partition's items come through its partitioned queue, which
@@ -158,31 +182,23 @@ func (h *handler) limitsPanel(ctx context.Context, q *redisq.Queue, d *queueData
 		v.Shown = false
 	}
 	read := func() error {
-		if v.TooManyRate = v.RateCount > maxLimitRead; v.RateCount > 0 && !v.TooManyRate {
-			all, err := q.RateLimits(ctx)
+		if v.RateCount > 0 {
+			top, tot, err := q.TopRateLimits(ctx, maxLimitRows, maxLimitRead)
 			if err != nil {
 				return err
 			}
-			slices.SortFunc(all, func(a, b redisq.LimitState) int { return strings.Compare(a.Key, b.Key) })
-			v.RateCount = len(all)
-			if len(all) > maxLimitRows {
-				all, v.MoreRate = all[:maxLimitRows], len(all)-maxLimitRows
-			}
-			for _, s := range all {
+			v.RateCount, v.MoreRate, v.MoreRateWaiting, v.UnreadRate = tot.Keys, tot.Omitted, tot.OmittedWaiting, tot.Keys-tot.Read
+			for _, s := range top {
 				v.Rate = append(v.Rate, h.rateRow(s, d, canSet))
 			}
 		}
-		if v.TooManyConc = v.ConcCount > maxLimitRead; v.ConcCount > 0 && !v.TooManyConc {
-			all, err := q.ConcurrencyLimits(ctx)
+		if v.ConcCount > 0 {
+			top, tot, err := q.TopConcurrencyLimits(ctx, maxLimitRows, maxLimitRead)
 			if err != nil {
 				return err
 			}
-			slices.SortFunc(all, func(a, b redisq.ConcurrencyState) int { return strings.Compare(a.Key, b.Key) })
-			v.ConcCount = len(all)
-			if len(all) > maxLimitRows {
-				all, v.MoreConc = all[:maxLimitRows], len(all)-maxLimitRows
-			}
-			for _, s := range all {
+			v.ConcCount, v.MoreConc, v.MoreConcWaiting, v.UnreadConc = tot.Keys, tot.Omitted, tot.OmittedWaiting, tot.Keys-tot.Read
+			for _, s := range top {
 				v.Conc = append(v.Conc, h.concRow(s, d, canSet))
 			}
 		}
@@ -192,7 +208,39 @@ func (h *handler) limitsPanel(ctx context.Context, q *redisq.Queue, d *queueData
 		_, msg := h.redisStatus(err)
 		v.Err = message("the limits cannot be read: " + msg)
 	}
+	if key, asked := r.URL.Query()["limitkey"]; asked {
+		v.Lookup = h.lookup(ctx, q, d, key[0], canSet)
+	}
 	d.Limits = v
+}
+
+// lookup reads key's limits for the panel's lookup: one round trip per
+// kind, whatever the number of keys.
+func (h *handler) lookup(ctx context.Context, q *redisq.Queue, d *queueData, key string, canSet bool) lookupView {
+	l := lookupView{Asked: true, KeyShown: limitSubject(key), Value: fillable(key)}
+	if len(key) > redisq.MaxLimitKeyLen {
+		l.Err = fmt.Sprintf("A limit key has at most %s bytes; this one has %s.", num(redisq.MaxLimitKeyLen), num(int64(len(key))))
+		return l
+	}
+	rs, err := q.RateLimitState(ctx, key)
+	var cs redisq.ConcurrencyState
+	if err == nil {
+		cs, err = q.ConcurrencyLimitState(ctx, key)
+	}
+	if err != nil {
+		_, msg := h.redisStatus(err)
+		l.Err = message("The key's limits cannot be read: " + msg)
+		return l
+	}
+	if rs.Limit.N > 0 {
+		row := h.rateRow(rs, d, canSet)
+		l.Rate = &row
+	}
+	if cs.Limit > 0 || cs.Removing {
+		row := h.concRow(cs, d, canSet)
+		l.Conc = &row
+	}
+	return l
 }
 
 func (h *handler) rateRow(s redisq.LimitState, d *queueData, canSet bool) rateRow {

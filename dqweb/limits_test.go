@@ -2,6 +2,7 @@ package dqweb_test
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"html"
 	"net/http"
@@ -100,7 +101,8 @@ func claimAll(t *testing.T, f *webtest.Fixture) map[string]bool {
 // TestLimitsPanel: the summary lists every rate limit (its limit, the
 // claims in its window, when there is room, the items waiting, the last
 // slot given) and every concurrency limit (its limit, the items leased,
-// waiting), sorted by key, hostile keys escaped; each row's Remove form
+// waiting), the most waiting items first, then by key, hostile keys
+// escaped; each row's Remove form
 // carries the key's exact bytes. A queue without limits has one quiet
 // line.
 func TestLimitsPanel(t *testing.T) {
@@ -134,9 +136,9 @@ func TestLimitsPanel(t *testing.T) {
 	}
 
 	keys, rows := limitRows(t, r.body, "rate")
-	want := []string{dqweb.Shown(""), dqweb.Shown(xssKey), dqweb.Shown(rtlKey), "smtp"}
+	want := []string{"smtp", dqweb.Shown(""), dqweb.Shown(xssKey), dqweb.Shown(rtlKey)}
 	if strings.Join(keys, "|") != strings.Join(want, "|") {
-		t.Fatalf("rate limits listed %q, want %q by key", keys, want)
+		t.Fatalf("rate limits listed %q, want %q: the busiest, then by key", keys, want)
 	}
 	for key, says := range map[string][]string{
 		"smtp": {`data-k="limit">1 per 1h<`, `data-k="used">1 of 1<`, `data-k="room"><span class="badge full">full</span> <time`, `>in 1h0m0s</time>`,
@@ -248,49 +250,165 @@ func TestLimitsCostNothingWithout(t *testing.T) {
 	}
 }
 
-// TestLimitsPanelBounds: the panel lists the first 100 keys of a kind by
-// key and says how many more there are; past maxLimitRead keys of a kind
-// it reads none of them and says so.
+// TestLimitsPanelBounds: the panel lists the 100 busiest keys of a kind,
+// the most waiting items first (issue 41, item 11: the first 100 by key,
+// or none at all past 1,000 keys), and says how many more there are and
+// the items they hold; past maxLimitRead keys of a kind it reads no more
+// of them, says so, and lists the busiest of those it read.
 func TestLimitsPanelBounds(t *testing.T) {
 	f := webtest.NewFixture(t, dqweb.Options{})
 	ctx := context.Background()
-	for i := 102; i >= 0; i-- {
-		if err := f.Q.SetRateLimit(ctx, fmt.Sprintf("k%03d", i), redisq.RateLimit{N: i + 1, Per: time.Minute}); err != nil {
+	const keys = 1200 // past the 1,000 the panel read at most
+	for i := range keys {
+		if err := f.Q.SetRateLimit(ctx, fmt.Sprintf("k%04d", i), redisq.RateLimit{N: 1, Per: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := f.Q.SetConcurrencyLimit(ctx, "acct", 2); err != nil {
 		t.Fatal(err)
 	}
+	// k1150 and k0500 have items waiting; k0007 too, fewer.
+	for key, n := range map[string]int{"k1150": 3, "k0500": 2, "k0007": 1} {
+		for i := range n + 1 {
+			if _, err := f.Q.Add(ctx, redisq.EnqueueItem{ID: fmt.Sprint(key, "#", i), At: time.Unix(1, 0), Job: redisq.Job{LimitKey: key}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	claimAll(t, f)
 	c := client(t)
 	r := get(t, c, f.QueueURL("orders"))
 	checkPage(t, "queue page", r, 1<<20)
-	keys, _ := limitRows(t, r.body, "rate")
-	if len(keys) != 100 || keys[0] != "k000" || keys[99] != "k099" {
-		t.Errorf("listed %d rate limits, %q to %q; want k000 to k099", len(keys), keys[0], keys[len(keys)-1])
+	keys100, rows := limitRows(t, r.body, "rate")
+	if len(keys100) != 100 || strings.Join(keys100[:5], " ") != "k1150 k0500 k0007 k0000 k0001" {
+		t.Errorf("listed %d rate limits, first %q; want 100, k1150 k0500 k0007 then the idle ones by key", len(keys100), keys100[:min(5, len(keys100))])
 	}
-	if more := section(t, r.body, `id="rate-more"`, "</p>"); !strings.Contains(more, "The first 100 keys by key are listed: 3 more rate limits not shown") {
+	if !strings.Contains(rows["k1150"], `data-k="waiting">3<`) {
+		t.Errorf("k1150's row: %s", rows["k1150"])
+	}
+	if more := section(t, r.body, `id="rate-more"`, "</p>"); !strings.Contains(more, "The 100 busiest keys are listed, the most waiting items first. 1,100 more rate limits not listed, with 0 items waiting.") {
 		t.Errorf("the note of the keys not listed: %s", more)
 	}
-	if !strings.Contains(r.body, `Rate limits <span class="count">103</span>`) {
-		t.Error("the count of rate limits is not 103")
+	if !strings.Contains(r.body, `Rate limits <span class="count">1,200</span>`) {
+		t.Error("the count of rate limits is not 1,200")
 	}
 
-	dqweb.SetMaxLimitRead(t, 50)
+	// A bound: 500 keys read, in one page, the busiest of them listed.
+	dqweb.SetMaxLimitRead(t, 500)
 	before := hscans(t, f)
 	r = get(t, c, f.QueueURL("orders"))
 	checkPage(t, "queue page", r, 1<<20)
-	if n := hscans(t, f) - before; n != 1 {
-		t.Errorf("past the bound: %d HSCANs, want 1 (the concurrency limits only)", n)
+	if n := hscans(t, f) - before; n != 2 {
+		t.Errorf("with the bound: %d HSCANs, want 2 (a page of each kind)", n)
 	}
-	if keys, _ := limitRows(t, r.body, "rate"); len(keys) != 0 {
-		t.Errorf("past the bound, %d rate limits listed", len(keys))
+	if keys, _ := limitRows(t, r.body, "rate"); len(keys) != 100 {
+		t.Errorf("with the bound, %d rate limits listed", len(keys))
 	}
-	if note := section(t, r.body, `id="rate-toomany"`, "</p>"); !strings.Contains(note, "103 rate limits: more than the 50 the dashboard reads on a view") {
+	if note := section(t, r.body, `id="rate-more"`, "</p>"); !strings.Contains(note, "400 more rate limits not listed") ||
+		!strings.Contains(note, "700 rate limits not read: a view reads the first 500 keys.") {
 		t.Errorf("the note past the bound: %s", note)
 	}
 	if keys, _ := limitRows(t, r.body, "conc"); len(keys) != 1 {
 		t.Errorf("the concurrency limits are not listed: %q", keys)
+	}
+}
+
+// lookupURL is the summary of f's "orders" with the lookup of key.
+func lookupURL(f *webtest.Fixture, key string) string {
+	return f.QueueURL("orders") + "&" + url.Values{"limitkey": {key}}.Encode()
+}
+
+// TestLimitLookup (issue 41, item 11): the panel's lookup shows one key's
+// rate and concurrency limits, however many keys there are and whether
+// or not the list reaches it, with their actions unless read-only;
+// hostile keys (markup, bidi, a byte that is not UTF-8, in the URL) are
+// shown escaped and acted on by their exact bytes; a key without limits,
+// or too long, says so; the lookup form is a GET that changes nothing.
+func TestLimitLookup(t *testing.T) {
+	f := webtest.NewFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	dqweb.SetMaxLimitRead(t, 50)
+	for i := range 120 {
+		if err := f.Q.SetRateLimit(ctx, fmt.Sprintf("k%03d", i), redisq.RateLimit{N: 1, Per: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range []string{xssKey, rtlKey, badKey} {
+		if err := f.Q.SetRateLimit(ctx, key, redisq.RateLimit{N: 2, Per: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Q.SetConcurrencyLimit(ctx, key, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if _, err := f.Q.Add(ctx, redisq.EnqueueItem{ID: fmt.Sprint("w", i), At: time.Unix(1, 0), Job: redisq.Job{LimitKey: badKey}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimAll(t, f) // two of badKey's three are claimed: the third waits for a slot
+	c := client(t)
+
+	page := get(t, c, f.QueueURL("orders"))
+	checkPage(t, "queue page", page, 1<<20)
+	form := section(t, page.body, `<form method="get" action="/dq/queue#limits" class="find limitfind"`, "</form>")
+	if !strings.Contains(form, `name="qx" value="`+hex.EncodeToString([]byte("orders"))+`"`) || !strings.Contains(form, `name="limitkey"`) || strings.Contains(form, "csrf") {
+		t.Errorf("the lookup form:\n%s", form)
+	}
+	if strings.Contains(page.body, `id="lookup"`) {
+		t.Error("a lookup shown that nobody asked for")
+	}
+
+	r := get(t, c, lookupURL(f, badKey))
+	checkPage(t, "the lookup of a key that is not UTF-8", r, 1<<20)
+	look := section(t, r.body, `<div id="lookup">`, "</div>\n<p")
+	for _, w := range []string{`<h3>Limits of key &#34;bad\xffkey&#34;</h3>`, `<table class="items limits lookup-rate stack">`,
+		`data-k="limit">2 per 1m<`, `data-k="used">2 of 2<`, `data-k="waiting">1<`, `<table class="items limits lookup-conc stack">`,
+		`data-k="leased">2 of 3<`, `name="keyx" value="` + hex.EncodeToString([]byte(badKey)) + `"`} {
+		if !strings.Contains(look, w) {
+			t.Errorf("the lookup of %+q lacks %s:\n%s", badKey, w, look)
+		}
+	}
+	// Its Remove acts on the exact bytes.
+	remove := formIn(t, section(t, look, `<table class="items limits lookup-conc stack">`, "</table>"), "act")
+	remove.Set("confirmed", "yes")
+	if res := post(t, c, f.Base+"action", remove); !strings.Contains(res.body, "Removed the concurrency limit") {
+		t.Errorf("removing from the lookup: %s", res.body)
+	}
+	if s, err := f.Q.ConcurrencyLimitState(ctx, badKey); err != nil || s.Limit != 0 {
+		t.Errorf("%+q's concurrency limit after Remove: %+v %v", badKey, s, err)
+	}
+
+	for key, want := range map[string][]string{
+		xssKey:   {`<h3>Limits of key &#34;&lt;script&gt;alert(4)&lt;/script&gt;&#34;</h3>`, `data-k="limit">2 per 1m<`, `value="&lt;script&gt;alert(4)&lt;/script&gt;"`},
+		rtlKey:   {`<h3>Limits of key &#34;rtl\u202egnp&#34;</h3>`, `data-k="leased">0 of 3<`},
+		"k119":   {`<h3>Limits of key &#34;k119&#34;</h3>`, `data-k="limit">1 per 1h<`, `<p class="small muted">No concurrency limit.</p>`},
+		"nobody": {`<p class="muted" id="lookup-none">No rate or concurrency limit`},
+		"":       {`<h3>Limits of the items without a limit key</h3>`, `id="lookup-none"`},
+		strings.Repeat("L", redisq.MaxLimitKeyLen+1): {`A limit key has at most 1,024 bytes; this one has 1,025.`},
+	} {
+		r := get(t, c, lookupURL(f, key))
+		checkPage(t, "the lookup of "+dqweb.Quoted(key), r, 1<<20)
+		if strings.Contains(r.body, "<script>alert(4)") {
+			t.Fatal("a key's markup reached the page raw")
+		}
+		look := section(t, r.body, `<div id="lookup">`, "</div>\n<p")
+		for _, w := range want {
+			if !strings.Contains(look+r.body, w) {
+				t.Errorf("the lookup of %s lacks %s:\n%s", dqweb.Quoted(key), w, look)
+			}
+		}
+	}
+
+	// Read-only: the state, no forms.
+	ro := webtest.NewFixture(t, dqweb.Options{ReadOnly: true})
+	if err := ro.Q.SetRateLimit(ctx, rtlKey, redisq.RateLimit{N: 2, Per: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	r = get(t, c, ro.QueueURL("orders")+"&"+url.Values{"limitkey": {rtlKey}}.Encode())
+	checkPage(t, "a read-only lookup", r, 1<<20)
+	if look := section(t, r.body, `<div id="lookup">`, "</div>\n<p"); !strings.Contains(look, `data-k="limit">2 per 1m<`) || strings.Contains(look, "<form") {
+		t.Errorf("a read-only lookup:\n%s", look)
 	}
 }
 

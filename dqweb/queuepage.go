@@ -306,7 +306,7 @@ func (h *handler) queuePage(ctx context.Context, w http.ResponseWriter, r *http.
 	case state == 0:
 		err = h.summary(ctx, t.Admin, &d)
 		if q != nil { // a partitioned queue has no limits
-			h.limitsPanel(ctx, q, &d)
+			h.limitsPanel(ctx, r, q, &d)
 		}
 	case t.p != nil:
 		err = h.plist(ctx, r, t.p, &d)

@@ -138,7 +138,7 @@ func TestACLEveryRead(t *testing.T) {
 				"queue?q=orders&state=inflight": 200, "queue?q=orders&state=dead": 200, "queue?q=orders&state=completed": 200,
 				"queue?q=orders&state=recurring": 200, "queue?q=orders&state=workers": 200, "queue?q=orders&state=dead&reason=bad+address": 200,
 				"queue?q=orders&state=completed&kind=refund": 200, "item?q=orders&id=d1": 200, "item?q=orders&id=c1": 200,
-				"queue?q=limited": 200, "queue?q=parts": 200, "queue?q=parts&state=scheduled": 200, "queue?q=parts&state=workers": 200,
+				"queue?q=limited": 200, "queue?q=limited&limitkey=r": 200, "queue?q=parts": 200, "queue?q=parts&state=scheduled": 200, "queue?q=parts&state=workers": 200,
 				"item?q=parts&id=p1": http.StatusSeeOther /* to its partition's page */} {
 				code, body := httpGet(t, hc, u+page)
 				if code != want || refused(body) || strings.Contains(body, "cannot be read") {

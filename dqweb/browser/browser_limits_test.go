@@ -35,6 +35,22 @@ func TestBrowserLimits(t *testing.T) {
 		t.Errorf("acct's use shown as %q", got)
 	}
 
+	// The lookup of one key: typed in its form, its limits shown, and
+	// kept by the auto-refresh (the URL has it).
+	b.run(chromedp.SendKeys(chromedp.CSS(`form.limitfind input[name="limitkey"]`), "acct"))
+	eval[bool](b, `window.__lookup = true`)
+	b.run(chromedp.Click(chromedp.CSS(`form.limitfind button`)))
+	b.waitNewPage("__lookup", "looking the key up")
+	if got := b.text(`#lookup table.lookup-conc tr[data-key="acct"] td[data-k="leased"]`); got != "0 of 1" {
+		t.Errorf("the lookup of acct shows %q", got)
+	}
+	eval[bool](b, `window.__looked = true`)
+	b.waitNewPage("__looked", "waiting for the auto-refresh")
+	if got := b.text(`#lookup h3`); got != `Limits of key "acct"` {
+		t.Errorf("after a refresh the lookup shows %q", got)
+	}
+	b.open(f.QueueURL("orders"))
+
 	// Typing a limit holds the auto-refresh (every second here).
 	b.run(chromedp.Click(chromedp.CSS(`details.setlimit summary`)))
 	form := `details.setlimit form.limit:first-of-type`
