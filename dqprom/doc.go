@@ -33,10 +33,17 @@
 //	redisq_rate_limit_claims{key}     gauge    a limit key's rate limit (redisq Queue.SetRateLimit): claims per period,
 //	redisq_rate_limit_period_seconds{key}  gauge  its period,
 //	redisq_rate_limit_used_claims{key}     gauge  the claims in the period that ends now,
-//	redisq_rate_limit_waiting_items{key}   gauge  the items waiting for a slot (at most 100 keys per queue, the first by name)
+//	redisq_rate_limit_waiting_items{key}   gauge  the items waiting for a slot (the LimitSeries busiest keys, see Limits)
+//	redisq_rate_limit_keys            gauge    the queue's rate-limited keys
+//	redisq_rate_limit_omitted_keys    gauge    those with no series of their own
+//	redisq_rate_limit_omitted_waiting_items  gauge  the items waiting under them (of those read)
+//	redisq_rate_limit_unread_keys     gauge    the keys the scrape did not read (past WithLimitScan)
 //	redisq_concurrency_limit_items{key}    gauge  a limit key's concurrency limit (redisq Queue.SetConcurrencyLimit),
 //	redisq_concurrency_leased_items{key}   gauge  its items leased now,
-//	redisq_concurrency_waiting_items{key}  gauge  its items waiting for a place (at most 100 keys per queue)
+//	redisq_concurrency_waiting_items{key}  gauge  its items waiting for a place (the LimitSeries busiest keys)
+//	redisq_concurrency_limit_keys, redisq_concurrency_limit_omitted_keys,
+//	redisq_concurrency_limit_omitted_waiting_items, redisq_concurrency_limit_unread_keys
+//	                                  gauges   as the rate limits' four
 //	redisq_partitioned_partitions     gauge    a partitioned queue's partition count (server-wide collector)
 //	redisq_partition_info{partitioned,partition}  gauge  1 for each queue that is a partition: join on queue
 //	                                           to sum the partitions by partitioned queue
@@ -71,6 +78,36 @@
 // hash collision, checked at every scrape, leaves the second queue out
 // with a redisq_discovery_error).
 //
+// # Limits
+//
+// A queue may have a limit per tenant, thousands of keys: a scrape
+// reports a series per key for the LimitSeries (100) keys of each kind
+// with the most waiting items, then, if fewer have any, idle keys by key
+// (redisq Queue.TopRateLimits, TopConcurrencyLimits), so a tenant whose
+// items wait has a series whatever its name. The series per queue cover
+// the rest: redisq_rate_limit_keys counts the keys set,
+// redisq_rate_limit_omitted_keys those without a series (keys minus
+// series), redisq_rate_limit_omitted_waiting_items the items waiting under
+// them, and redisq_rate_limit_unread_keys the keys past WithLimitScan
+// (default DefaultLimitScan, 10,000) whose waiting items the scrape did
+// not count: their items are in no series, so alert on it being above 0
+// (raise the bound) as on redisq_rate_limit_omitted_waiting_items > 0
+// (items wait under keys with no series). The concurrency limits have the
+// same four, named redisq_concurrency_limit_*.
+//
+// Reading them costs each scrape of a queue with limits, per kind, two
+// round trips per 500 keys read (an HSCAN page and a script of one ZCARD
+// per waiting zset) and one per 50 keys reported (their state): at most
+// 2*(ceil(n/500)+1)+2 for n = WithLimitScan, 44 by default, whatever the
+// number of keys, none taking Redis 1 ms on an idle machine. A queue
+// without limits costs nothing more than its Stats (they count the
+// limits). BenchmarkScrapeLimits measures a queue of 5,000 keys of each
+// kind (go test -run '^$' -bench ScrapeLimits ./dqprom): on the 2-CPU VM
+// with one CPU kept busy, a scrape takes 30 ms, 15 ms of it Redis time,
+// where reading every key's state took 86 ms and 53 ms; SLOWLOG entries
+// over 1 ms, 2.1 a scrape then, are 0.7 to 1.1 now, all of them on the
+// shared CPU (a single ZCARD took 5 ms there).
+//
 // # Failures
 //
 // A queue whose stats cannot be read (a Redis error such as an ACL user
@@ -88,7 +125,8 @@
 // the registry redisq.RegistryKey (an SSCAN and one EXISTS per queue,
 // pipelined) and SCANs at most WithScanKeys keys per node (default 5000:
 // five SCAN commands) for queues missing from it, going on from where the
-// previous scrape stopped; then one Stats script per queue. None of it
-// grows with the number of keys on the server. Collect calls that overlap
+// previous scrape stopped; then one Stats script per queue, and for a
+// queue with limits the reads of Limits above, bounded by WithLimitScan.
+// None of it grows with the number of keys on the server. Collect calls that overlap
 // share one reading of Redis, so concurrent scrapers do not multiply it.
 package dqprom

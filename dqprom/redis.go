@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,23 +28,6 @@ var (
 	redisOverdue = queueDesc("redisq_oldest_overdue_seconds", "How long the earliest due item has been due (0 if none).")
 	redisPaused  = queueDesc("redisq_queue_paused", "1 while the queue is paused (redisq Queue.Pause: nothing is delivered), else 0.")
 
-	// Rate limits (redisq Queue.SetRateLimit), one series per limit key.
-	redisRateLimit = queueDesc("redisq_rate_limit_claims",
-		"The limit key's rate limit: at most this many claims in any redisq_rate_limit_period_seconds.", "key")
-	redisRatePeriod = queueDesc("redisq_rate_limit_period_seconds",
-		"The period of the limit key's rate limit.", "key")
-	redisRateUsed = queueDesc("redisq_rate_limit_used_claims",
-		"Claims of the limit key's items in the period that ends now (the limit is reached at redisq_rate_limit_claims).", "key")
-	redisRateWaiting = queueDesc("redisq_rate_limit_waiting_items",
-		"Items of the limit key that came due over its limit and wait in the queue for a slot.", "key")
-	// Concurrency limits (redisq Queue.SetConcurrencyLimit), one series
-	// per limit key.
-	redisConcLimit = queueDesc("redisq_concurrency_limit_items",
-		"The limit key's concurrency limit: at most this many of its items leased at once.", "key")
-	redisConcLeased = queueDesc("redisq_concurrency_leased_items",
-		"Items of the limit key leased now, each holding a place of its concurrency limit.", "key")
-	redisConcWaiting = queueDesc("redisq_concurrency_waiting_items",
-		"Items of the limit key that came due with every place taken and wait in the queue for one.", "key")
 	// A partitioned queue (redisq.Partitioned) is reported as its
 	// partitions, ordinary queues, plus these two: join on queue to sum
 	// by partitioned queue, with no series counted twice.
@@ -131,8 +112,9 @@ const DefaultScanKeys = 5000
 type RedisOption func(*redisConfig)
 
 type redisConfig struct {
-	timeout  time.Duration
-	scanKeys int
+	timeout   time.Duration
+	scanKeys  int
+	limitScan int
 }
 
 // WithTimeout bounds the Redis work of one scrape (default ScrapeTimeout):
@@ -165,7 +147,9 @@ func WithScanKeys(n int) RedisOption {
 // RedisCollector is a prometheus.Collector for redisq queues (the redisq_*
 // metrics): a fixed set (NewRedisCollector) or every queue on a server
 // (NewRedisServerCollector). Each scrape reads each queue's Stats (one
-// script call each, up to 8 at a time), within a time limit (WithTimeout).
+// script call each, up to 8 at a time), and the busiest limit keys of a
+// queue with limits (see Limits in the package doc, WithLimitScan),
+// within a time limit (WithTimeout).
 //
 // Concurrent scrapes share one reading: a Collect that starts while
 // another is reading Redis waits for it and reports what it read, so three
@@ -247,7 +231,7 @@ func rediscover(opened map[string]*target, names []string) (map[string]*target, 
 }
 
 func newRedisCollector(opts []RedisOption) *RedisCollector {
-	c := &RedisCollector{cfg: redisConfig{timeout: ScrapeTimeout, scanKeys: DefaultScanKeys}}
+	c := &RedisCollector{cfg: redisConfig{timeout: ScrapeTimeout, scanKeys: DefaultScanKeys, limitScan: DefaultLimitScan}}
 	for _, o := range opts {
 		if o == nil {
 			panic("dqprom: nil RedisOption")
@@ -268,7 +252,7 @@ func NewRedisCollector(queues ...*redisq.Queue) *RedisCollector {
 }
 
 // NewRedisCollectorWithOptions is NewRedisCollector with options
-// (WithTimeout). It panics on a nil queue.
+// (WithTimeout, WithLimitScan). It panics on a nil queue.
 func NewRedisCollectorWithOptions(queues []*redisq.Queue, opts ...RedisOption) *RedisCollector {
 	c := newRedisCollector(opts)
 	c.fixed, c.notes = uniqueLabels(fixedTargets(queues))
@@ -299,9 +283,8 @@ func NewRedisServerCollector(client redis.UniversalClient, opts ...RedisOption) 
 
 // Describe implements prometheus.Collector.
 func (c *RedisCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{redisUp, redisItems, redisDue, redisOverdue, redisPaused, redisLate,
-		redisRateLimit, redisRatePeriod, redisRateUsed, redisRateWaiting, redisConcLimit, redisConcLeased, redisConcWaiting,
-		redisScrapeErr, redisDiscoveryErr, redisListErr, redisPartitions, redisPartitionInfo} {
+	for _, d := range append([]*prometheus.Desc{redisUp, redisItems, redisDue, redisOverdue, redisPaused, redisLate,
+		redisScrapeErr, redisDiscoveryErr, redisListErr, redisPartitions, redisPartitionInfo}, limitDescs()...) {
 		ch <- d
 	}
 	for _, m := range redisCounters {
@@ -353,7 +336,7 @@ func (c *RedisCollector) read() []prometheus.Metric {
 			return append(out, prometheus.NewInvalidMetric(redisListErr, fmt.Errorf("dqprom: finding the queues: %w", err)))
 		}
 	}
-	stats := readStats(ctx, c.client, ts)
+	stats := readStats(ctx, c.client, ts, c.cfg.limitScan)
 	var out []prometheus.Metric
 	for i := range ts {
 		out = queueMetrics(out, ts[i], stats[i])
@@ -378,20 +361,15 @@ func (c *RedisCollector) read() []prometheus.Metric {
 const statsWorkers = 8
 
 type statsResult struct {
-	st     redisq.Stats
-	limits []redisq.LimitState       // when st.RateLimits > 0
-	conc   []redisq.ConcurrencyState // when st.ConcurrencyLimits > 0
-	err    error
+	st  redisq.Stats
+	lim limitsRead // when st counts limits
+	err error
 }
-
-// maxLimitSeries bounds the limit keys a scrape reports per queue, so
-// that a queue with a limit per tenant does not flood the exporter.
-const maxLimitSeries = 100
 
 // readStats reads the stats of every target (opening it first if it is
 // not open), statsWorkers at a time. A server-wide target's q is written
 // here, by the one goroutine reading it.
-func readStats(ctx context.Context, client redis.UniversalClient, ts []*target) []statsResult {
+func readStats(ctx context.Context, client redis.UniversalClient, ts []*target, limitScan int) []statsResult {
 	res := make([]statsResult, len(ts))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -404,7 +382,7 @@ func readStats(ctx context.Context, client redis.UniversalClient, ts []*target) 
 				if i >= len(ts) {
 					return
 				}
-				res[i] = ts[i].read(ctx, client)
+				res[i] = ts[i].read(ctx, client, limitScan)
 			}
 		}()
 	}
@@ -421,8 +399,8 @@ func (e errOpen) Error() string { return "opening the queue: " + e.err.Error() }
 func (e errOpen) Unwrap() error { return e.err }
 
 // read opens the queue if it is not open (a discovered queue) and reads
-// its stats.
-func (t *target) read(ctx context.Context, client redis.UniversalClient) statsResult {
+// its stats, and its busiest limit keys (readLimits) when it has limits.
+func (t *target) read(ctx context.Context, client redis.UniversalClient, limitScan int) statsResult {
 	if t.q == nil {
 		// EvictionIgnore: no CONFIG GET, which an exporter has no use for.
 		q, err := redisq.New(ctx, client, t.name, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
@@ -436,11 +414,8 @@ func (t *target) read(ctx context.Context, client redis.UniversalClient) statsRe
 	}
 	st, err := t.q.Stats(ctx)
 	r := statsResult{st: st, err: err}
-	if err == nil && st.RateLimits > 0 {
-		r.limits, r.err = t.q.RateLimits(ctx)
-	}
-	if r.err == nil && st.ConcurrencyLimits > 0 {
-		r.conc, r.err = t.q.ConcurrencyLimits(ctx)
+	if err == nil {
+		r.lim, r.err = readLimits(ctx, t.q, st, limitScan)
 	}
 	return r
 }
@@ -472,21 +447,7 @@ func queueMetrics(out []prometheus.Metric, t *target, r statsResult) []prometheu
 	for _, m := range redisCounters {
 		out = append(out, constMetric(m.desc, prometheus.CounterValue, float64(m.val(&st.StatsCounters)), name))
 	}
-	slices.SortFunc(r.limits, func(a, b redisq.LimitState) int { return strings.Compare(a.Key, b.Key) })
-	for _, ls := range r.limits[:min(len(r.limits), maxLimitSeries)] {
-		key := QueueLabel(ls.Key)
-		out = append(out, constMetric(redisRateLimit, prometheus.GaugeValue, float64(ls.Limit.N), name, key),
-			constMetric(redisRatePeriod, prometheus.GaugeValue, ls.Limit.Per.Seconds(), name, key),
-			constMetric(redisRateUsed, prometheus.GaugeValue, float64(ls.Used), name, key),
-			constMetric(redisRateWaiting, prometheus.GaugeValue, float64(ls.Waiting), name, key))
-	}
-	slices.SortFunc(r.conc, func(a, b redisq.ConcurrencyState) int { return strings.Compare(a.Key, b.Key) })
-	for _, cs := range r.conc[:min(len(r.conc), maxLimitSeries)] {
-		key := QueueLabel(cs.Key)
-		out = append(out, constMetric(redisConcLimit, prometheus.GaugeValue, float64(cs.Limit), name, key),
-			constMetric(redisConcLeased, prometheus.GaugeValue, float64(cs.Leased), name, key),
-			constMetric(redisConcWaiting, prometheus.GaugeValue, float64(cs.Waiting), name, key))
-	}
+	out = limitMetrics(out, name, r.lim)
 	l := st.Lateness
 	if len(l.Counts) == len(l.Bounds)+1 {
 		out = append(out, constHistogram(redisLate, l.Bounds, l.Counts, l.Sum, name))

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func newQueue(t *testing.T, c redis.UniversalClient, name string, opts ...redisq.Option) *redisq.Queue {
+func newQueue(t testing.TB, c redis.UniversalClient, name string, opts ...redisq.Option) *redisq.Queue {
 	t.Helper()
 	q, err := redisq.New(context.Background(), c, name, opts...)
 	if err != nil {

@@ -259,6 +259,7 @@ type env struct {
 	queues     []string // serve: the queues the overview lists
 	allowHosts []string
 	scanKeys   int
+	limitScan  int // serve-metrics: limit keys counted per kind, queue and scrape
 
 	// The flags of the operator's views (queues -sort; list, requeue and
 	// delete-dead -reason; reasons -limit; list -kind).

@@ -16,6 +16,8 @@ func metricsFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.listen, "listen", "127.0.0.1:9108", "serve /metrics on this `host:port`")
 	fs.IntVar(&e.scanKeys, "scan-keys", dqprom.DefaultScanKeys,
 		"without QUEUE: `n` keys to SCAN per scrape (per node) for queues missing from the registry "+redisq.RegistryKey+"; 0: none")
+	fs.IntVar(&e.limitScan, "limit-scan", dqprom.DefaultLimitScan,
+		"count the waiting items of at most `n` limit keys of each kind per queue and scrape, to report the busiest (the others: redisq_*_unread_keys); 0: every key")
 	allowHostFlag(fs, e)
 }
 
@@ -29,10 +31,10 @@ func metricsFlags(fs *flag.FlagSet, e *env) {
 // the -listen host and -allow-host: a page that DNS rebinding made
 // same-origin with it must not read the queues' names and counts.
 func cmdServeMetrics(e *env) error {
-	if e.scanKeys < 0 {
-		return usageErr("-scan-keys must not be negative")
+	if e.scanKeys < 0 || e.limitScan < 0 {
+		return usageErr("-scan-keys and -limit-scan must not be negative")
 	}
-	opts := []dqprom.RedisOption{dqprom.WithTimeout(e.conn.timeout)}
+	opts := []dqprom.RedisOption{dqprom.WithTimeout(e.conn.timeout), dqprom.WithLimitScan(e.limitScan)}
 	var col *dqprom.RedisCollector
 	var rec *dqprom.RecurringCollector
 	if len(e.args) == 0 {

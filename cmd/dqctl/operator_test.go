@@ -291,7 +291,7 @@ func TestMessagesSayWhatHappened(t *testing.T) {
 
 	r = dqctl(t, "", "help")
 	r.want(t, exitOK, "  show [-full] [-json] QUEUE ID\n", "  list [-cursor cursor] [-full] [-json] [-kind kind] [-limit n] [-offset n]\n        [-payloads] [-reason reason] [-reverse] QUEUE STATE\n",
-		"  pause QUEUE\n", "  queues [-json] [-partitions] [-scan] [-sort key]\n", "  serve-metrics [-allow-host name] [-listen host:port] [-scan-keys n] [QUEUE...]\n")
+		"  pause QUEUE\n", "  queues [-json] [-partitions] [-scan] [-sort key]\n", "  serve-metrics [-allow-host name] [-limit-scan n] [-listen host:port]\n")
 	dqctl(t, "", "help", "list").want(t, exitOK, "Usage: dqctl list [-cursor cursor] [-full] [-json]", "-offset n", "items per page")
 	dqctl(t, "", "help", "nosuch").want(t, exitUsage, `unknown command "nosuch"`)
 	dqctl(t, "", "list", "-h").want(t, exitOK, "Usage: dqctl list [-cursor cursor] [-full] [-json]")
