@@ -40,7 +40,7 @@ var maxLimitRead = 5000
 // limitsView is the panel.
 type limitsView struct {
 	Shown bool // the panel is on the page
-	// Counts of each kind, from Stats; Rows listed (at most
+	// Counts of each kind (Stats', then the read's); Rows listed (at most
 	// maxLimitRows, the busiest first); More the keys read and not
 	// listed, MoreWaiting their waiting items; Unread the keys past
 	// maxLimitRead, not read.
@@ -55,10 +55,10 @@ type limitsView struct {
 	// SetRate and SetConc set a limit on a key typed in; no Op in
 	// read-only mode or on a partition's page.
 	SetRate, SetConc limitForm
-	// Lookup is the key looked up (limitkey), and its limits.
-	Lookup lookupView
-	Prefix string
-	QueueX string
+	// Lookup is the key looked up (limitkey), and its limits; Prefix
+	// and QueueX are the lookup form's.
+	Lookup         lookupView
+	Prefix, QueueX string
 }
 
 // lookupView is the lookup of one key's limits: the form, and when a key
