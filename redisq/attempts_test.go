@@ -11,19 +11,21 @@ import (
 // Zero is "the default" for max attempts in both places, the queue's
 // (DefaultMaxAttempts) and the job's (the queue's), and NoAttemptLimit is
 // no limit in both: nacked at once every time, an item dies at its limit's
-// delivery, or never.
+// delivery, or never, and each of its Messages says which
+// (Message.AttemptLimit).
 func TestMaxAttemptsZeroIsTheDefault(t *testing.T) {
 	s := startRedis(t, "--appendfsync", "no")
 	c := s.client(t)
 	ctx := context.Background()
 	// deliveries nacks id until it dies or has been delivered limit times.
-	deliveries := func(q *Queue, id string, job Job, limit int) (n int, dead bool) {
+	deliveries := func(q *Queue, id string, job Job, limit, want int) (n int, dead bool) {
 		_, err := q.Add(ctx, EnqueueItem{ID: id, Job: job})
 		require.NoError(t, err)
 		for n < limit {
 			m, err := q.Take(ctx)
 			require.NoError(t, err)
 			require.Equal(t, id, m.ID)
+			require.Equal(t, want, m.AttemptLimit())
 			n++
 			r, err := m.NackWith(ctx)
 			require.NoError(t, err)
@@ -46,8 +48,11 @@ func TestMaxAttemptsZeroIsTheDefault(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("queue%d/job%d", tc.queue, tc.job), func(t *testing.T) {
 			q := newQueue(t, c, fmt.Sprintf("att-%d-%d", tc.queue, tc.job), WithMaxAttempts(tc.queue), WithBackoff(0, 0))
-			limit := DefaultMaxAttempts + 5
-			n, dead := deliveries(q, "x", Job{MaxAttempts: tc.job}, limit)
+			limit, want := DefaultMaxAttempts+5, tc.runs
+			if want == 0 {
+				want = NoAttemptLimit
+			}
+			n, dead := deliveries(q, "x", Job{MaxAttempts: tc.job}, limit, want)
 			if tc.runs == 0 {
 				require.False(t, dead, "dead after %d deliveries", n)
 				require.Equal(t, limit, n)

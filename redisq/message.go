@@ -307,6 +307,22 @@ func (m *Message) DeadLetter(ctx context.Context, reason string) (NackOutcome, e
 	return 0, ErrLeaseLost
 }
 
+// AttemptLimit returns how many deliveries the message's item gets before
+// a failure dead-letters it: its Job's MaxAttempts when set, else its
+// queue's WithMaxAttempts (DefaultMaxAttempts unless set), and
+// NoAttemptLimit when there is none. asynq's GetMaxRetry is
+// AttemptLimit() - 1.
+func (m *Message) AttemptLimit() int {
+	n := m.MaxAttempts
+	if n == 0 {
+		n = m.q.opt.maxAttempts // the scripts' default: 0 is none
+		if n == 0 {
+			n = NoAttemptLimit
+		}
+	}
+	return max(n, NoAttemptLimit)
+}
+
 // QueueName returns the name of the queue the message was taken from.
 func (m *Message) QueueName() string { return m.q.name }
 

@@ -403,9 +403,9 @@ func (b *syncBuffer) String() string {
 
 // TestFromAsynqContext: asynq's GetTaskID, GetRetryCount, GetMaxRetry and
 // GetQueueName read the handler's ctx; redisq's MessageFromContext(ctx)
-// gives the Message: m.ID, m.Attempts - 1, m.MaxAttempts - 1 and
+// gives the Message: m.ID, m.Attempts - 1, m.AttemptLimit() - 1 and
 // m.QueueName(). m.MaxAttempts is the job's own option: 0 when the job
-// has none and the queue's applies.
+// has none and the queue's applies, which AttemptLimit gives.
 func TestFromAsynqContext(t *testing.T) {
 	r := newRig(t)
 	type info struct {
@@ -451,14 +451,14 @@ func TestFromAsynqContext(t *testing.T) {
 		if runs.add("r-"+m.ID) == 1 {
 			return errors.New("once")
 		}
-		got <- info{id: m.ID, queue: m.QueueName(), retried: m.Attempts - 1, maxRetry: m.MaxAttempts - 1, maxAttemptsOfQueue: m.MaxAttempts == 0}
+		got <- info{id: m.ID, queue: m.QueueName(), retried: m.Attempts - 1, maxRetry: m.AttemptLimit() - 1, maxAttemptsOfQueue: m.MaxAttempts == 0}
 		return nil
 	}, redisq.WorkerOptions{})
 	for range 2 {
 		g := recv(r, got, "redisq's second runs")
 		want := info{id: "ctx-1", queue: r.name, retried: 1, maxRetry: 3}
 		if g.id == "ctx-2" {
-			want = info{id: "ctx-2", queue: r.name, retried: 1, maxRetry: -1, maxAttemptsOfQueue: true}
+			want = info{id: "ctx-2", queue: r.name, retried: 1, maxRetry: 6, maxAttemptsOfQueue: true}
 		}
 		if g != want {
 			t.Errorf("redisq: %+v, want %+v", g, want)
