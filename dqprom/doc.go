@@ -61,6 +61,7 @@
 //	redisq_requeued_total             counter  dead items requeued
 //	redisq_deleted_total              counter  items deleted by the admin calls
 //	redisq_skipped_total              counter  recurring occurrences skipped by Overlap or CatchUpWindow
+//	redisq_snoozed_total              counter  leases given back by Snooze (no attempt counted, not a failure)
 //	redisq_delivery_lateness_seconds  histogram  claim time - due time, by Redis TIME
 //
 // The redisq counters and the lateness histogram are kept in Redis, so

@@ -66,6 +66,8 @@ var redisCounters = []struct {
 		func(c *redisq.StatsCounters) int64 { return c.Deleted }},
 	{queueDesc("redisq_skipped_total", "Recurring occurrences deleted unstarted by their registration's Overlap or CatchUpWindow."),
 		func(c *redisq.StatsCounters) int64 { return c.Skipped }},
+	{queueDesc("redisq_snoozed_total", "Leases given back by Snooze: no attempt counted, not a failure."),
+		func(c *redisq.StatsCounters) int64 { return c.Snoozed }},
 }
 
 // constMetric is prometheus.NewConstMetric, with an error (a bug: label

@@ -337,3 +337,37 @@ redisq_concurrency_waiting_items{key="acct\\u202e",queue="pay"} 2
 		}
 	}
 }
+
+// TestRedisSnoozed: a lease given back by Snooze is counted in
+// redisq_snoozed_total, not as a Nack.
+func TestRedisSnoozed(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "mail")
+	if _, err := q.Add(ctx, redisq.EnqueueItem{ID: "a", At: time.Unix(1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := q.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Snooze(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	col := dqprom.NewRedisCollector(q)
+	if err := testutil.CollectAndCompare(col, strings.NewReader(`
+# HELP redisq_nacked_total Leases given back by Nack.
+# TYPE redisq_nacked_total counter
+redisq_nacked_total{queue="mail"} 0
+# HELP redisq_snoozed_total Leases given back by Snooze: no attempt counted, not a failure.
+# TYPE redisq_snoozed_total counter
+redisq_snoozed_total{queue="mail"} 1
+`), "redisq_snoozed_total", "redisq_nacked_total"); err != nil {
+		t.Fatal(err)
+	}
+	if probs, err := testutil.CollectAndLint(col); err != nil || len(probs) > 0 {
+		t.Errorf("lint: %v %v", probs, err)
+	}
+}
