@@ -30,6 +30,9 @@
 //	redisq_scrape_error{error}        gauge    1 while the queue's stats cannot be read, and why
 //	redisq_discovery_error{error}     gauge    1 for each problem finding the queues that did not fail the scrape (no queue label)
 //	redisq_queue_paused               gauge    1 while the queue is paused (redisq Queue.Pause), else 0
+//	redisq_queue_rate_limit_claims    gauge    the queue's own rate limit (redisq Queue.SetQueueRateLimit), while set: claims per period,
+//	redisq_queue_rate_limit_period_seconds  gauge  its period,
+//	redisq_queue_rate_limit_used_claims     gauge  the claims in the period that ends now, of any limit key
 //	redisq_rate_limit_claims{key}     gauge    a limit key's rate limit (redisq Queue.SetRateLimit): claims per period,
 //	redisq_rate_limit_period_seconds{key}  gauge  its period,
 //	redisq_rate_limit_used_claims{key}     gauge  the claims in the period that ends now,
@@ -96,18 +99,29 @@
 // (items wait under keys with no series). The concurrency limits have the
 // same four, named redisq_concurrency_limit_*.
 //
+// The queue's own rate limit (redisq Queue.SetQueueRateLimit: every claim
+// counts, whatever its item's limit key) has no key label:
+// redisq_queue_rate_limit_claims and _period_seconds are the limit and
+// redisq_queue_rate_limit_used_claims its claims in the period that ends
+// now. While it is used up no item is claimed, and none waits for a slot:
+// the due items stay due, in order, in redisq_due_items. It is read (one
+// round trip) only when the queue's Stats say it is set; a partitioned queue
+// has none of its own, and a partition's is reported under the
+// partition's queue label.
+//
 // Reading them costs each scrape of a queue with limits, per kind, two
 // round trips per 500 keys read (an HSCAN page and a script of one ZCARD
 // per waiting zset) and one per 50 keys reported (their state): at most
 // 2*(ceil(n/500)+1)+2 for n = WithLimitScan, 44 by default, whatever the
 // number of keys, none taking Redis 1 ms on an idle machine. A queue
 // without limits costs nothing more than its Stats (they count the
-// limits). BenchmarkScrapeLimits measures a queue of 5,000 keys of each
-// kind (go test -run '^$' -bench ScrapeLimits ./dqprom): on the 2-CPU VM
-// with one CPU kept busy, a scrape takes 30 ms, 15 ms of it Redis time,
-// where reading every key's state took 86 ms and 53 ms; SLOWLOG entries
-// over 1 ms, 2.1 a scrape then, are 0.7 to 1.1 now, all of them on the
-// shared CPU (a single ZCARD took 5 ms there).
+// limits, and hold the queue's own rate limit). BenchmarkScrapeLimits
+// measures a queue of 5,000 keys of each kind (go test -run '^$' -bench
+// ScrapeLimits ./dqprom): on the 2-CPU VM with one CPU kept busy, a
+// scrape takes 30 ms, 15 ms of it Redis time, where reading every key's
+// state took 86 ms and 53 ms; SLOWLOG entries over 1 ms, 2.1 a scrape
+// then, are 0.7 to 1.1 now, all of them on the shared CPU (a single ZCARD
+// took 5 ms there).
 //
 // # Failures
 //

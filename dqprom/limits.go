@@ -60,6 +60,14 @@ var (
 		"Items waiting for a slot under the rate-limited keys that have no series (of those the scrape read).")
 	redisRateUnread = queueDesc("redisq_rate_limit_unread_keys",
 		"Rate-limited keys whose waiting items the scrape did not count (past WithLimitScan): none of them has a series.")
+	// The queue's own rate limit (redisq Queue.SetQueueRateLimit): one
+	// series each, while it is set.
+	redisQueueRateLimit = queueDesc("redisq_queue_rate_limit_claims",
+		"The queue's own rate limit (redisq Queue.SetQueueRateLimit): at most this many claims of its items, whatever their limit keys, in any redisq_queue_rate_limit_period_seconds.")
+	redisQueueRatePeriod = queueDesc("redisq_queue_rate_limit_period_seconds",
+		"The period of the queue's own rate limit.")
+	redisQueueRateUsed = queueDesc("redisq_queue_rate_limit_used_claims",
+		"Claims of the queue's items in the period that ends now: at redisq_queue_rate_limit_claims no item is claimed, and the due ones wait in redisq_due_items, in order.")
 	// Concurrency limits, one series per limit key of the busiest.
 	redisConcLimit = queueDesc("redisq_concurrency_limit_items",
 		"The limit key's concurrency limit: at most this many of its items leased at once.", "key")
@@ -79,25 +87,34 @@ var (
 )
 
 func limitDescs() []*prometheus.Desc {
-	return []*prometheus.Desc{redisRateLimit, redisRatePeriod, redisRateUsed, redisRateWaiting,
+	return []*prometheus.Desc{redisQueueRateLimit, redisQueueRatePeriod, redisQueueRateUsed,
+		redisRateLimit, redisRatePeriod, redisRateUsed, redisRateWaiting,
 		redisRateKeys, redisRateOmitted, redisRateOmittedWaiting, redisRateUnread,
 		redisConcLimit, redisConcLeased, redisConcWaiting, redisConcKeys, redisConcOmitted, redisConcOmittedWaiting, redisConcUnread}
 }
 
-// limitsRead is what a scrape read of a queue's limits: the busiest keys
-// of each kind and the totals of the kind, for the kinds Stats counts.
+// limitsRead is what a scrape read of a queue's limits: the queue's own
+// rate limit when Stats says it is set, and the busiest keys of each kind
+// and the totals of the kind, for the kinds Stats counts.
 type limitsRead struct {
+	queue            redisq.LimitState // Limit.N 0: none (or removed since the Stats)
 	rate             []redisq.LimitState
 	conc             []redisq.ConcurrencyState
 	rateTot, concTot redisq.LimitTotals
 	hasRate, hasConc bool
 }
 
-// readLimits reads the busiest limit keys of q, of the kinds st counts
-// (a queue without limits costs nothing more), among the first scan.
+// readLimits reads the queue's own rate limit, when st says it is set,
+// and the busiest limit keys of q, of the kinds st counts (a queue
+// without limits costs nothing more), among the first scan.
 func readLimits(ctx context.Context, q *redisq.Queue, st redisq.Stats, scan int) (limitsRead, error) {
 	var l limitsRead
 	var err error
+	if st.QueueRateLimit.N > 0 {
+		if l.queue, err = q.QueueRateLimit(ctx); err != nil {
+			return l, err
+		}
+	}
 	if st.RateLimits > 0 {
 		l.hasRate = true
 		if l.rate, l.rateTot, err = q.TopRateLimits(ctx, LimitSeries, scan); err != nil {
@@ -115,6 +132,10 @@ func readLimits(ctx context.Context, q *redisq.Queue, st redisq.Stats, scan int)
 func limitMetrics(out []prometheus.Metric, name string, l limitsRead) []prometheus.Metric {
 	g := func(d *prometheus.Desc, v int, labels ...string) prometheus.Metric {
 		return constMetric(d, prometheus.GaugeValue, float64(v), append([]string{name}, labels...)...)
+	}
+	if s := l.queue; s.Limit.N > 0 {
+		out = append(out, g(redisQueueRateLimit, s.Limit.N),
+			constMetric(redisQueueRatePeriod, prometheus.GaugeValue, s.Limit.Per.Seconds(), name), g(redisQueueRateUsed, s.Used))
 	}
 	if l.hasRate {
 		for _, s := range l.rate {

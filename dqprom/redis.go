@@ -150,7 +150,8 @@ func WithScanKeys(n int) RedisOption {
 // metrics): a fixed set (NewRedisCollector) or every queue on a server
 // (NewRedisServerCollector). Each scrape reads each queue's Stats (one
 // script call each, up to 8 at a time), and the busiest limit keys of a
-// queue with limits (see Limits in the package doc, WithLimitScan),
+// queue with limits and the queue's own rate limit when it has one (see
+// Limits in the package doc, WithLimitScan),
 // within a time limit (WithTimeout).
 //
 // Concurrent scrapes share one reading: a Collect that starts while

@@ -371,3 +371,81 @@ redisq_snoozed_total{queue="mail"} 1
 		t.Errorf("lint: %v %v", probs, err)
 	}
 }
+
+// TestRedisQueueRateLimit: the queue's own rate limit
+// (Queue.SetQueueRateLimit) is reported with its claims in the window
+// while it is set, and read only then: a scrape of a queue without it
+// costs its Stats alone.
+func TestRedisQueueRateLimit(t *testing.T) {
+	s := redistest.New(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	ctx := context.Background()
+	q := newQueue(t, c, "mail")
+	// The exporter's own client, whose commands are the scrapes' (q's
+	// consumer sends its own).
+	ec := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer ec.Close()
+	hook := &commands{}
+	ec.AddHook(hook)
+	col := dqprom.NewRedisCollector(newQueue(t, ec, "mail"))
+	// scrape returns the round trips of a scrape, its scripts loaded,
+	// and what it served.
+	scrape := func() (int64, string) {
+		t.Helper()
+		served(t, col)
+		hook.n.Store(0)
+		_, body := served(t, col)
+		return hook.n.Load(), body
+	}
+	if n, body := scrape(); n != 1 || strings.Contains(body, "redisq_queue_rate_limit") {
+		t.Errorf("a queue without its own limit: %d round trips, want 1 (its Stats)\n%s", n, body)
+	}
+
+	if err := q.SetQueueRateLimit(ctx, redisq.RateLimit{N: 3, Per: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := q.Add(ctx, redisq.EnqueueItem{ID: id, At: time.Unix(1, 0), Job: redisq.Job{LimitKey: "k:" + id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ms, err := q.TakeBatch(ctx, 2); err != nil || len(ms) != 2 {
+		t.Fatalf("took %d, %v", len(ms), err)
+	}
+	if n, _ := scrape(); n != 2 {
+		t.Errorf("a queue with its own limit: %d round trips, want 2 (its Stats, the limit)", n)
+	}
+	exp := `
+# HELP redisq_queue_rate_limit_claims The queue's own rate limit (redisq Queue.SetQueueRateLimit): at most this many claims of its items, whatever their limit keys, in any redisq_queue_rate_limit_period_seconds.
+# TYPE redisq_queue_rate_limit_claims gauge
+redisq_queue_rate_limit_claims{queue="mail"} 3
+# HELP redisq_queue_rate_limit_period_seconds The period of the queue's own rate limit.
+# TYPE redisq_queue_rate_limit_period_seconds gauge
+redisq_queue_rate_limit_period_seconds{queue="mail"} 3600
+# HELP redisq_queue_rate_limit_used_claims Claims of the queue's items in the period that ends now: at redisq_queue_rate_limit_claims no item is claimed, and the due ones wait in redisq_due_items, in order.
+# TYPE redisq_queue_rate_limit_used_claims gauge
+redisq_queue_rate_limit_used_claims{queue="mail"} 2
+`
+	for name, col := range map[string]prometheus.Collector{"given queues": col, "server-wide": dqprom.NewRedisServerCollector(c)} {
+		if err := testutil.CollectAndCompare(col, strings.NewReader(exp), "redisq_queue_rate_limit_claims", "redisq_queue_rate_limit_period_seconds",
+			"redisq_queue_rate_limit_used_claims"); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if probs, err := testutil.CollectAndLint(col); err != nil || len(probs) > 0 {
+			t.Errorf("%s: lint: %v %v", name, probs, err)
+		}
+	}
+	// It has no limit key, so no key series, and no key limit is
+	// counted.
+	if n := testutil.CollectAndCount(col, "redisq_rate_limit_claims", "redisq_rate_limit_keys"); n != 0 {
+		t.Errorf("%d key limit series for the queue's own limit", n)
+	}
+
+	if err := q.SetQueueRateLimit(ctx, redisq.RateLimit{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, body := scrape(); n != 1 || strings.Contains(body, "redisq_queue_rate_limit") {
+		t.Errorf("after removing the limit: %d round trips, want 1\n%s", n, body)
+	}
+}
