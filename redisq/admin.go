@@ -284,7 +284,7 @@ func (q *Queue) Destroy(ctx context.Context) (int64, error) {
 			return deleted, err
 		}
 	}
-	n, err := q.deleteQueueKeys(ctx)
+	n, err := q.db.DeleteLeftKeys(ctx)
 	deleted += n
 	if err == nil && deleted == 0 {
 		err = ErrNoQueue

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
@@ -92,7 +91,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 
 	var keys []string
 	var err error
-	rep.Unlisted, err = q.eachQueueKey(ctx, k.Items, func(ks []string) error {
+	rep.Unlisted, err = q.db.EachKey(ctx, true, func(ks []string) error {
 		keys = append(keys, ks...)
 		return nil
 	})
@@ -131,7 +130,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 			}
 			rep.Items++
 			st, mem := states[i].State, states[i].Member
-			id := strings.TrimPrefix(k, q.db.Keys.Items)
+			id := q.db.ItemID(k)
 			if mem == "" || rdb.MemberID(mem) != id {
 				rep.addf("item %q: member %q does not name it", id, mem)
 				continue
@@ -176,19 +175,4 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 		return nil, err
 	}
 	return rep, nil
-}
-
-// globEscape escapes the SCAN MATCH metacharacters in s. It works byte by
-// byte, as Redis matches: ranging over runes would turn the bytes of a name
-// that is not valid UTF-8 into U+FFFD and match nothing.
-func globEscape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -191,7 +192,7 @@ func dialNode(cc *redis.ClusterClient, addr string) *redis.Client {
 // which reads it; CLUSTER SHARDS lists every replica. Nodes the answering
 // node sees as failed are left out.
 func (q *Queue) slotNodes(ctx context.Context, cc *redis.ClusterClient) (string, []string, error) {
-	slot := keySlot(q.db.Keys.Sched)
+	slot := rdb.KeySlot(q.db.Keys.Sched)
 	shards, err := cc.ClusterShards(ctx).Result()
 	if err == nil {
 		return shardNodes(shards, slot, cc.Options().TLSConfig != nil, q.name)

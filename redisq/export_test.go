@@ -63,3 +63,13 @@ func (q *Queue) recxKey() string            { return q.db.Keys.Recx }
 func (q *Queue) workerKey(id string) string { return q.db.Keys.Worker(id) }
 
 func (q *Queue) permissionError(err error) error { return rdb.PermissionErr(q.name, err) }
+
+// The storage layer's keyspace helpers, under the names the tests know.
+var (
+	keySlot    = rdb.KeySlot
+	seqKey     = rdb.SeqKey
+	queueNames = rdb.QueueNames
+	globEscape = rdb.GlobEscape
+)
+
+const slotKeysAtOnce = rdb.SlotKeysAtOnce

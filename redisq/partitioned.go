@@ -23,7 +23,7 @@ const MaxPartitions = 256
 // (one SADD, best effort; not with WithoutRegistry), Destroy removes it,
 // ListPartitioned reads it. The partitions themselves are ordinary queues
 // and are registered in RegistryKey as such.
-const PartitionedRegistryKey = "{dq}:partitioned"
+const PartitionedRegistryKey = rdb.PartitionedRegistryKey
 
 // ErrPartitions is wrapped by NewPartitioned's error when the queue exists
 // with another partition count: the count is fixed when the queue is
@@ -97,7 +97,7 @@ type Partitioned struct {
 
 // partitionsKey is the hash that stores the partition table of the
 // partitioned queue name.
-func partitionsKey(name string) string { return "{dq:" + name + "}:parts" }
+func partitionsKey(name string) string { return rdb.PartitionsKey(name) }
 
 // PartitionLayout returns the names NewPartitioned gives the partitions of
 // a new queue name with partitions partitions (see Partitioned's Layout).
@@ -118,15 +118,15 @@ func PartitionLayout(name string, partitions int) []string {
 func layoutName(name string, i, partitions int) string {
 	// Away from the range's ends, where Cluster tools round the
 	// boundaries between masters either way.
-	lo, hi := i*clusterSlots/partitions+1, (i+1)*clusterSlots/partitions-1
+	lo, hi := i*rdb.ClusterSlots/partitions+1, (i+1)*rdb.ClusterSlots/partitions-1
 	// The slot of the tag "dq:NAME~i.j" (a name has no braces), its
 	// prefix's CRC computed once.
 	prefix := name + "~" + strconv.Itoa(i) + "."
-	crc := crc16(crc16(0, "dq:"), prefix)
+	crc := rdb.TagCRC(prefix)
 	var buf [20]byte
 	for j := 0; ; j++ {
 		d := strconv.AppendInt(buf[:0], int64(j), 10)
-		if s := int(crc16(crc, d)) % clusterSlots; s >= lo && s < hi {
+		if s := int(rdb.CRC16(crc, d)) % rdb.ClusterSlots; s >= lo && s < hi {
 			return prefix + string(d)
 		}
 	}
@@ -192,22 +192,14 @@ func largerLayout(ctx context.Context, c redis.UniversalClient, name string, n i
 	if len(cands) == 0 {
 		return nil
 	}
-	cmds := make([]*redis.IntCmd, len(cands))
-	// Pipelined's error is the first command's error: look at each.
-	_, _ = c.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		for i, s := range cands {
-			cmds[i] = pl.Exists(ctx, seqKey(s))
-		}
-		return nil
-	})
-	for i, cmd := range cmds {
-		var reply redis.Error
-		switch err := cmd.Err(); {
-		case err == nil && cmd.Val() > 0:
+	ex, err := rdb.QueuesExist(ctx, c, cands)
+	if err != nil {
+		return err
+	}
+	for i, e := range ex {
+		if e.Exists {
 			return fmt.Errorf("%w %s of partitioned queue %q: it says %d partitions, but %q, partition %d of a larger count, holds data",
 				ErrBadPartitionTable, partitionsKey(name), name, n, cands[i], n)
-		case err != nil && !errors.As(err, &reply):
-			return err
 		}
 	}
 	return nil
@@ -315,7 +307,7 @@ func (p *Partitioned) register(ctx context.Context) {
 	if p.opt.noRegistry {
 		return
 	}
-	if err := p.client.SAdd(ctx, PartitionedRegistryKey, p.name).Err(); err != nil {
+	if err := rdb.Register(ctx, p.client, PartitionedRegistryKey, p.name); err != nil {
 		p.opt.logger.Debug("redisq: partitioned queue not added to the registry", "key", PartitionedRegistryKey, "err", err)
 	}
 }
@@ -350,7 +342,7 @@ func createPartitions(ctx context.Context, client redis.UniversalClient, name st
 	// Checked before the table is created, so that a refusal changes
 	// nothing; a table of another count is the better report.
 	if err := largerLayout(ctx, client, name, partitions); err != nil {
-		f, herr := client.HGetAll(ctx, partitionsKey(name)).Result()
+		f, herr := rdb.PartitionTable(ctx, client, name)
 		if herr == nil && len(f) > 0 {
 			if names, perr := parsePartitions(name, f); perr != nil || len(names) != partitions {
 				return nil, partitionCountError(name, names, perr, partitions)
@@ -363,7 +355,7 @@ func createPartitions(ctx context.Context, client redis.UniversalClient, name st
 		return nil, fmt.Errorf("redisq: partitioned queue %q: %w", name, err)
 	}
 	if ordinary {
-		return nil, fmt.Errorf("redisq: %q is an ordinary queue (its key {dq:%s}:seq exists), not a partitioned one", name, name)
+		return nil, fmt.Errorf("redisq: %q is an ordinary queue (its key %s exists), not a partitioned one", name, rdb.SeqKey(name))
 	}
 	names, err := parsePartitions(name, table)
 	if err != nil || len(names) != partitions {
@@ -393,7 +385,7 @@ func PartitionNames(ctx context.Context, c redis.UniversalClient, name string) (
 	if !validName(name) {
 		return nil, fmt.Errorf("redisq: bad queue name %q", name)
 	}
-	f, err := c.HGetAll(ctx, partitionsKey(name)).Result()
+	f, err := rdb.PartitionTable(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -395,12 +396,12 @@ func (p *Partitioned) Destroy(ctx context.Context) (int64, error) {
 	if err != nil && !errors.Is(err, ErrNoQueue) {
 		return n, err
 	}
-	d, derr := p.client.Del(ctx, p.meta).Result()
+	d, derr := rdb.DeletePartitionTable(ctx, p.client, p.name)
 	if derr != nil {
 		return n, derr
 	}
 	n += d
-	if rerr := p.client.SRem(ctx, PartitionedRegistryKey, p.name).Err(); rerr != nil {
+	if rerr := rdb.Unregister(ctx, p.client, PartitionedRegistryKey, p.name); rerr != nil {
 		return n, fmt.Errorf("redisq: partitioned queue deleted, but its name is still in %s: %w", PartitionedRegistryKey, rerr)
 	}
 	if n == 0 {
@@ -412,8 +413,7 @@ func (p *Partitioned) Destroy(ctx context.Context) (int64, error) {
 // Exists reports whether the queue's partition table exists (one round
 // trip).
 func (p *Partitioned) Exists(ctx context.Context) (bool, error) {
-	n, err := p.client.Exists(ctx, p.meta).Result()
-	return n > 0, err
+	return rdb.PartitionTableExists(ctx, p.client, p.name)
 }
 
 // Pause pauses every partition (Queue.Pause, concurrently).
@@ -463,48 +463,28 @@ type PartitionedInfo struct {
 // pipelined by 1000. A table that cannot be read is reported in its
 // entry's Err.
 func ListPartitioned(ctx context.Context, c redis.UniversalClient) ([]PartitionedInfo, error) {
-	var names []string
-	seen := map[string]bool{}
-	for cur := uint64(0); ; {
-		ms, next, err := c.SScan(ctx, PartitionedRegistryKey, cur, "", listPage).Result()
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range ms {
-			if validName(m) && !seen[m] {
-				seen[m] = true
-				names = append(names, m)
-			}
-		}
-		if cur = next; cur == 0 {
-			break
-		}
+	names, err := rdb.Registered(ctx, c, PartitionedRegistryKey)
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(names)
 	var out []PartitionedInfo
 	for len(names) > 0 {
 		chunk := names[:min(len(names), listPage)]
 		names = names[len(chunk):]
-		cmds := make([]*redis.MapStringStringCmd, len(chunk))
-		_, _ = c.Pipelined(ctx, func(pl redis.Pipeliner) error {
-			for i, n := range chunk {
-				cmds[i] = pl.HGetAll(ctx, partitionsKey(n))
-			}
-			return nil
-		})
-		for i, cmd := range cmds {
-			f, err := cmd.Result()
-			var reply redis.Error
+		tables, err := rdb.PartitionTables(ctx, c, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range tables {
 			switch {
-			case err == nil && len(f) == 0:
+			case t.Err != nil:
+				out = append(out, PartitionedInfo{Name: chunk[i], Err: t.Err})
+			case len(t.Fields) == 0:
 				continue // destroyed, or never created
-			case err == nil:
-				parts, perr := parsePartitions(chunk[i], f)
-				out = append(out, PartitionedInfo{Name: chunk[i], Partitions: parts, Err: perr})
-			case errors.As(err, &reply):
-				out = append(out, PartitionedInfo{Name: chunk[i], Err: err})
 			default:
-				return nil, err
+				parts, perr := parsePartitions(chunk[i], t.Fields)
+				out = append(out, PartitionedInfo{Name: chunk[i], Partitions: parts, Err: perr})
 			}
 		}
 	}

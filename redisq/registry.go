@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
+	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,19 +28,10 @@ import (
 // is missing from it when every process using it runs a version of redisq
 // from before the registry, or writes its keys by hand, until a process of
 // this version calls New on it or a QueueScanner finds it.
-const RegistryKey = "{dq}:queues"
-
-// scanPage is the COUNT of the SCAN and SSCAN pages that find queues: each
-// call examines about that many keys (or members), a short command.
-const scanPage = 1000
-
-// seqKey is the key whose existence makes name a queue in ListQueues,
-// ScanQueues and QueueScanner: the sequence, created by the first Enqueue
-// or Schedule and removed only by Destroy.
-func seqKey(name string) string { return "{dq:" + name + "}:seq" }
+const RegistryKey = rdb.RegistryKey
 
 // validName reports whether New accepts name as a queue name.
-func validName(name string) bool { return name != "" && !strings.ContainsAny(name, "{}") }
+func validName(name string) bool { return rdb.ValidName(name) }
 
 // register adds the queue's name to RegistryKey: one SADD, which Redis
 // neither propagates nor writes to the AOF when the name is already there.
@@ -54,7 +45,7 @@ func (q *Queue) register(ctx context.Context) {
 	if q.opt.noRegistry {
 		return
 	}
-	if err := q.client.SAdd(ctx, RegistryKey, q.name).Err(); err != nil {
+	if err := rdb.Register(ctx, q.client, RegistryKey, q.name); err != nil {
 		q.opt.logger.Debug("redisq: queue not added to the registry", "key", RegistryKey, "err", err)
 	}
 }
@@ -81,7 +72,7 @@ func (q *Queue) unregister(ctx context.Context, err error) error {
 	if err != nil && !errors.Is(err, ErrNoQueue) {
 		return err
 	}
-	if rerr := q.client.SRem(ctx, RegistryKey, q.name).Err(); rerr != nil && err == nil {
+	if rerr := rdb.Unregister(ctx, q.client, RegistryKey, q.name); rerr != nil && err == nil {
 		return fmt.Errorf("redisq: queue deleted, but its name is still in %s: %w", RegistryKey, rerr)
 	}
 	return err
@@ -101,23 +92,9 @@ func (q *Queue) unregister(ctx context.Context, err error) error {
 // were created (by an older version, or by hand) are not registered; find
 // them with ScanQueues, or a QueueScanner, which registers them.
 func ListQueues(ctx context.Context, c redis.UniversalClient) ([]string, error) {
-	seen := map[string]bool{}
-	var cands []string
-	for cur := uint64(0); ; {
-		ms, next, err := c.SScan(ctx, RegistryKey, cur, "", scanPage).Result()
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range ms {
-			// A member New would refuse was not added by redisq.
-			if validName(m) && !seen[m] {
-				seen[m] = true
-				cands = append(cands, m)
-			}
-		}
-		if cur = next; cur == 0 {
-			break
-		}
+	cands, err := rdb.Registered(ctx, c, RegistryKey)
+	if err != nil {
+		return nil, err
 	}
 	names, err := existing(ctx, c, cands)
 	if err != nil {
@@ -127,32 +104,19 @@ func ListQueues(ctx context.Context, c redis.UniversalClient) ([]string, error) 
 	return names, nil
 }
 
-// existing returns the names in names whose sequence key exists, in order:
-// one EXISTS each, pipelined by scanPage. A name whose EXISTS Redis
-// refuses with an error reply (an ACL user allowed only some keys) is
-// kept: whether it exists is unknown, and using the queue will say why.
+// existing returns the names in names whose sequence key exists, in order
+// (see rdb.QueuesExist). A name whose EXISTS Redis refuses with an error
+// reply (an ACL user allowed only some keys) is kept: whether it exists is
+// unknown, and using the queue will say why.
 func existing(ctx context.Context, c redis.UniversalClient, names []string) ([]string, error) {
+	ex, err := rdb.QueuesExist(ctx, c, names)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for len(names) > 0 {
-		chunk := names[:min(len(names), scanPage)]
-		names = names[len(chunk):]
-		cmds := make([]*redis.IntCmd, len(chunk))
-		// Pipelined's error is the first command's error: look at each.
-		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, n := range chunk {
-				cmds[i] = p.Exists(ctx, seqKey(n))
-			}
-			return nil
-		})
-		for i, cmd := range cmds {
-			var reply redis.Error
-			switch err := cmd.Err(); {
-			case err == nil && cmd.Val() == 0:
-			case err == nil, errors.As(err, &reply):
-				out = append(out, chunk[i])
-			default:
-				return nil, err
-			}
+	for i, e := range ex {
+		if e.Exists || e.Refused {
+			out = append(out, names[i])
 		}
 	}
 	return out, nil
@@ -167,8 +131,8 @@ func existing(ctx context.Context, c redis.UniversalClient, names []string) ([]s
 // where the cost must not grow with the keyspace.
 func ScanQueues(ctx context.Context, c redis.UniversalClient) ([]string, error) {
 	set := map[string]bool{}
-	err := scanKeys(ctx, c, "{dq:*}:seq", func(keys []string) error {
-		for _, n := range queueNames(keys) {
+	err := rdb.ScanQueues(ctx, c, func(names []string) error {
+		for _, n := range names {
 			set[n] = true
 		}
 		return nil
@@ -177,21 +141,6 @@ func ScanQueues(ctx context.Context, c redis.UniversalClient) ([]string, error) 
 		return nil, err
 	}
 	return sortedKeys(set), nil
-}
-
-// queueNames returns the queue names of sequence keys that matched
-// {dq:*}:seq.
-func queueNames(keys []string) []string {
-	var names []string
-	for _, k := range keys {
-		name := strings.TrimSuffix(strings.TrimPrefix(k, "{dq:"), "}:seq")
-		// Names never hold braces (New refuses them); a key such as
-		// "{dq:a}:m:}:seq" is an item of queue "a", not a queue.
-		if len(name)+len("{dq:}:seq") == len(k) && validName(name) {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 func sortedKeys(set map[string]bool) []string {
@@ -244,23 +193,23 @@ func (s *QueueScanner) Next(ctx context.Context, keys int) ([]string, error) {
 	var found []string
 	var ferr error
 	if keys > 0 {
-		page := min(keys, scanPage)
+		page := min(keys, rdb.ScanPage)
 		pages := (keys + page - 1) / page
 		var fmu sync.Mutex
-		ferr = forEachNode(ctx, s.c, func(ctx context.Context, node *redis.Client) error {
-			addr := node.Options().Addr
+		ferr = rdb.ForEachNode(ctx, s.c, func(ctx context.Context, node *redis.Client) error {
+			addr := rdb.NodeAddr(node)
 			fmu.Lock()
 			cur := s.cursors[addr]
 			fmu.Unlock()
 			var err error
 			for range pages {
-				var ks []string
-				ks, cur, err = node.Scan(ctx, cur, "{dq:*}:seq", int64(page)).Result()
+				var names []string
+				names, cur, err = rdb.ScanQueuesPage(ctx, node, cur, int64(page))
 				if err != nil {
 					break
 				}
 				fmu.Lock()
-				found = append(found, queueNames(ks)...)
+				found = append(found, names...)
 				fmu.Unlock()
 				if cur == 0 {
 					break // the pass over this node is complete
@@ -279,7 +228,7 @@ func (s *QueueScanner) Next(ctx context.Context, keys int) ([]string, error) {
 		for _, n := range found {
 			set[n] = true
 		}
-		if err := s.c.SAdd(ctx, RegistryKey, toAny(sortedKeys(set))...).Err(); err != nil {
+		if err := rdb.Register(ctx, s.c, RegistryKey, sortedKeys(set)...); err != nil {
 			for n := range set {
 				s.kept[n] = true
 			}
@@ -312,52 +261,4 @@ func (s *QueueScanner) Next(ctx context.Context, keys int) ([]string, error) {
 		}
 	}
 	return sortedKeys(set), ferr
-}
-
-func toAny(ss []string) []interface{} {
-	a := make([]interface{}, len(ss))
-	for i, s := range ss {
-		a[i] = s
-	}
-	return a
-}
-
-// forEachNode runs fn on every node that holds data: c itself, every
-// master of a Cluster (concurrently) or every shard of a Ring.
-func forEachNode(ctx context.Context, c redis.UniversalClient, fn func(context.Context, *redis.Client) error) error {
-	switch v := c.(type) {
-	case *redis.Client:
-		return fn(ctx, v)
-	case *redis.ClusterClient:
-		return v.ForEachMaster(ctx, fn)
-	case *redis.Ring:
-		return v.ForEachShard(ctx, fn)
-	}
-	return fmt.Errorf("redisq: listing keys needs *redis.Client, *redis.ClusterClient or *redis.Ring, got %T", c)
-}
-
-// scanKeys SCANs every node that holds data for keys matching the glob
-// match, calling fn (serialized) with each non-empty page.
-func scanKeys(ctx context.Context, c redis.UniversalClient, match string, fn func([]string) error) error {
-	var mu sync.Mutex
-	return forEachNode(ctx, c, func(ctx context.Context, node *redis.Client) error {
-		var cur uint64
-		for {
-			ks, next, err := node.Scan(ctx, cur, match, scanPage).Result()
-			if err != nil {
-				return err
-			}
-			if len(ks) > 0 {
-				mu.Lock()
-				err = fn(ks)
-				mu.Unlock()
-				if err != nil {
-					return err
-				}
-			}
-			if cur = next; cur == 0 {
-				return nil
-			}
-		}
-	})
 }
