@@ -378,14 +378,14 @@ func TestWording(t *testing.T) {
 
 // TestCountersAndErrorRate: the summary shows every counter with its
 // rate, and the error rate: of the leases that ended between two readings,
-// the share not acked. Here 4 deliveries: 2 acked, 1 nacked, 1
-// dead-lettered: 50%.
+// the share not acked. Here 5 deliveries: 2 acked, 1 nacked, 1
+// dead-lettered, and 1 snoozed, which is no failure: 50%.
 func TestCountersAndErrorRate(t *testing.T) {
 	f := webtest.NewFixture(t, dqweb.Options{})
 	c := client(t)
 	ctx := context.Background()
 	first := get(t, c, f.QueueURL("orders")).body
-	for _, k := range []string{"enqueued", "delivered", "acked", "nacked", "expired", "dead-lettered", "cancelled", "rescheduled", "requeued", "deleted", "failed"} {
+	for _, k := range []string{"enqueued", "delivered", "acked", "nacked", "expired", "dead-lettered", "cancelled", "rescheduled", "requeued", "deleted", "skipped", "snoozed", "failed"} {
 		if !strings.Contains(first, `<tr data-counter="`+k+`">`) {
 			t.Errorf("no counter %s", k)
 		}
@@ -393,13 +393,13 @@ func TestCountersAndErrorRate(t *testing.T) {
 	if got := count(t, first, "errors"); got != "–" {
 		t.Errorf("error rate from one reading: %q", got)
 	}
-	for i := range 4 {
+	for i := range 5 {
 		if _, err := f.Q.EnqueueAfter(ctx, fmt.Sprint("job:", i), nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var ms []*redisq.Message
-	for len(ms) < 4 {
+	for len(ms) < 5 {
 		m, err := f.Q.Take(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -422,9 +422,13 @@ func TestCountersAndErrorRate(t *testing.T) {
 	if _, err := ms[3].DeadLetter(ctx, "bad"); err != nil {
 		t.Fatal(err)
 	}
-	// The window starts at the first reading: over it, 4+3 deliveries
-	// (the fixture's 3 overdue items, acked), 2+3 acks, in flight
-	// unchanged: 2 failed of 7 ended.
+	if _, err := ms[4].Snooze(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// The window starts at the first reading: over it, 5+3 deliveries
+	// (the fixture's 3 overdue items, acked), 2+3 acks, 1 snooze, in
+	// flight unchanged: 2 failed of 7 ended (37.5% if the snooze
+	// counted as a failure).
 	body := get(t, c, f.QueueURL("orders")).body
 	if got := count(t, body, "errors"); got != "28.6%" {
 		t.Errorf("error rate %q, want 28.6%% (2 failed of 7 ended)", got)
@@ -433,7 +437,10 @@ func TestCountersAndErrorRate(t *testing.T) {
 	if got := count(t, row, "errors"); got != "28.6%" {
 		t.Errorf("overview error rate %q", got)
 	}
-	for _, k := range []string{"acked", "nacked", "dead-lettered", "failed"} {
+	if r := section(t, body, `<tr data-counter="snoozed">`, "</tr>"); !strings.Contains(r, `data-k="total">1<`) {
+		t.Errorf("the snoozed counter: %s", r)
+	}
+	for _, k := range []string{"acked", "nacked", "dead-lettered", "snoozed", "failed"} {
 		r := section(t, body, `<tr data-counter="`+k+`">`, "</tr>")
 		if !regexp.MustCompile(`data-k="rate">\d+\.\d/s<`).MatchString(r) || strings.Contains(r, `data-k="rate">0.0/s<`) {
 			t.Errorf("counter %s has no rate: %s", k, r)

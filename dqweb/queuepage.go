@@ -410,6 +410,7 @@ func (h *handler) summary(ctx context.Context, q redisq.Admin, d *queueData) err
 		{"requeued", "dead items requeued", c.Requeued, rv.Requeued},
 		{"deleted", "items deleted by DeleteDead, DeleteAllDead or Purge", c.Deleted, rv.Deleted},
 		{"skipped", "recurring occurrences skipped by their Overlap or CatchUpWindow", c.Skipped, rv.Skipped},
+		{"snoozed", "leases given back by Snooze: no attempt counted, not a failure", c.Snoozed, rv.Snoozed},
 	}
 	return nil
 }

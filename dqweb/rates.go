@@ -68,10 +68,11 @@ type rateView struct {
 	Span  time.Duration // what the rates cover
 	// Per second over Span.
 	Enqueued, Delivered, Acked, Nacked, Expired, DeadLettered float64
-	Cancelled, Rescheduled, Requeued, Deleted, Skipped        float64
-	// Failed is the leases that ended otherwise than by an ack (nacked,
-	// dead-lettered, expired), per second: the deliveries less the acks
-	// and the growth of the in-flight set.
+	Cancelled, Rescheduled, Requeued, Deleted, Skipped, Snoozed float64
+	// Failed is the leases that ended otherwise than by an ack or a
+	// Snooze (nacked, dead-lettered, expired), per second: the
+	// deliveries less the acks, the snoozes and the growth of the
+	// in-flight set. A snooze is no failure (redisq.Snooze).
 	Failed float64
 	// ErrorRate is Failed / (Acked + Failed), when that is not 0/0
 	// (ErrKnown).
@@ -120,8 +121,8 @@ func (r *rates) observe(name string, st redisq.Stats) rateView {
 			v.Nacked, v.Expired, v.DeadLettered = per(c.Nacked, b.Nacked), per(c.Expired, b.Expired), per(c.DeadLettered, b.DeadLettered)
 			v.Cancelled, v.Rescheduled = per(c.Cancelled, b.Cancelled), per(c.Rescheduled, b.Rescheduled)
 			v.Requeued, v.Deleted = per(c.Requeued, b.Requeued), per(c.Deleted, b.Deleted)
-			v.Skipped = per(c.Skipped, b.Skipped)
-			failed := max(0, (c.Delivered-b.Delivered)-(c.Acked-b.Acked)-(st.InFlight-base.inFlight))
+			v.Skipped, v.Snoozed = per(c.Skipped, b.Skipped), per(c.Snoozed, b.Snoozed)
+			failed := max(0, (c.Delivered-b.Delivered)-(c.Acked-b.Acked)-(c.Snoozed-b.Snoozed)-(st.InFlight-base.inFlight))
 			v.Failed = float64(failed) / span.Seconds()
 			if settled := c.Acked - b.Acked + failed; settled > 0 {
 				v.ErrorRate, v.ErrKnown = float64(failed)/float64(settled), true
