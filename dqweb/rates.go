@@ -67,7 +67,7 @@ type rateView struct {
 	Known bool          // false until two readings span minRateSpan
 	Span  time.Duration // what the rates cover
 	// Per second over Span.
-	Enqueued, Delivered, Acked, Nacked, Expired, DeadLettered float64
+	Enqueued, Delivered, Acked, Nacked, Expired, DeadLettered   float64
 	Cancelled, Rescheduled, Requeued, Deleted, Skipped, Snoozed float64
 	// Failed is the leases that ended otherwise than by an ack or a
 	// Snooze (nacked, dead-lettered, expired), per second: the
