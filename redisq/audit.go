@@ -3,7 +3,6 @@ package redisq
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
@@ -57,34 +56,26 @@ func (r *AuditReport) addf(format string, a ...interface{}) {
 // Redis/context error. Audit works after Close.
 func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	rep := &AuditReport{}
-	k := &q.db.Keys
-	zsets := []string{k.Sched, k.Lease, k.Dead, k.Done} // by state: s, l, d, c
-	zs := make([]map[string]bool, len(zsets))
+	sets := []rdb.Set{rdb.SetSched, rdb.SetLease, rdb.SetDead, rdb.SetDone} // by rdb.States
+	zs := make([]map[string]bool, len(sets))
 	// expiry: when each member of done goes (its hash expires then, its
 	// member stays until a later ack or purge removes it).
 	expiry := map[string]float64{}
 	// score: each member of sched's score, for the limits' check.
 	score := map[string]float64{}
-	for i := range zsets {
+	for i, set := range sets {
 		zs[i] = map[string]bool{}
-		var cur uint64
-		for {
-			mem, c, err := q.client.ZScan(ctx, zsets[i], cur, "", 1000).Result()
-			if err != nil {
-				return nil, err
+		err := q.db.ScanSet(ctx, set, func(mem string, sc float64) {
+			zs[i][mem] = true
+			switch set {
+			case rdb.SetDone:
+				expiry[mem] = sc
+			case rdb.SetSched:
+				score[mem] = sc
 			}
-			for j := 0; j+1 < len(mem); j += 2 {
-				zs[i][mem[j]] = true
-				switch zsets[i] {
-				case k.Done:
-					expiry[mem[j]], _ = strconv.ParseFloat(mem[j+1], 64)
-				case k.Sched:
-					score[mem[j]], _ = strconv.ParseFloat(mem[j+1], 64)
-				}
-			}
-			if cur = c; cur == 0 {
-				break
-			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	rep.Scheduled, rep.Leased, rep.Dead = len(zs[0]), len(zs[1]), len(zs[2])
@@ -108,7 +99,7 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 		}
 		for z := range zs {
 			for mem := range zs[z] {
-				if key := k.Item(rdb.MemberID(mem)); !have[key] {
+				if key := q.db.Keys.Item(rdb.MemberID(mem)); !have[key] {
 					have[key] = true
 					keys = append(keys, key)
 				}
@@ -136,18 +127,17 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 				continue
 			}
 			seen[mem] = true
-			if s := states[i]; s.LimitKey != "" || s.RateWait || s.PlaceWait != "" || s.Place {
+			if s := states[i]; s.LimitKey != "" || s.RateWait || s.PlaceWait != rdb.NoPlaceWait || s.Place {
 				limited[mem] = s
 			}
-			want := map[string]int{"s": 0, "l": 1, "d": 2, "c": 3}
-			w, ok := want[st]
+			w, ok := rdb.SetOf(st)
 			if !ok {
 				rep.addf("item %q: bad state %q", id, st)
 				continue
 			}
-			for z := range zsets {
-				if zs[z][mem] != (z == w) {
-					rep.addf("item %q (state %s): in %s = %v", id, st, zsets[z], zs[z][mem])
+			for z, set := range sets {
+				if zs[z][mem] != (set == w) {
+					rep.addf("item %q (state %s): in %s = %v", id, st, q.db.SetName(set), zs[z][mem])
 				}
 			}
 		}
@@ -158,16 +148,16 @@ func (q *Queue) Audit(ctx context.Context) (*AuditReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	for z := range zsets {
+	for z, set := range sets {
 		for mem := range zs[z] {
-			if zsets[z] == k.Done {
+			if set == rdb.SetDone {
 				if float64(now.UnixMilli()) >= expiry[mem] {
 					continue
 				}
 				rep.Completed++
 			}
 			if !seen[mem] {
-				rep.addf("orphan member %q in %s (no matching item hash)", mem, zsets[z])
+				rep.addf("orphan member %q in %s (no matching item hash)", mem, q.db.SetName(set))
 			}
 		}
 	}

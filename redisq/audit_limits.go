@@ -2,7 +2,6 @@ package redisq
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/dq-go/delayqueue/redisq/internal/rdb"
 )
@@ -20,11 +19,10 @@ import (
 func (q *Queue) auditLimits(ctx context.Context, rep *AuditReport, limited map[string]rdb.ItemState, score map[string]float64) error {
 	keys := map[string]bool{}
 	for _, s := range limited {
-		if s.RateWait || s.PlaceWait != "" || s.Place {
+		if s.RateWait || s.PlaceWait != rdb.NoPlaceWait || s.Place {
 			keys[s.LimitKey] = true
 		}
 	}
-	limits := map[string]int64{} // concurrency limits, by key
 	for _, scan := range []func(context.Context, uint64, int64) ([]string, uint64, error){q.db.LimitKeys, q.db.ConcKeys} {
 		var cursor uint64
 		for {
@@ -40,63 +38,51 @@ func (q *Queue) auditLimits(ctx context.Context, rep *AuditReport, limited map[s
 			}
 		}
 	}
-	k := &q.db.Keys
-	kv, err := q.client.HGetAll(ctx, k.Conc).Result()
+	limits, err := q.db.ConcLimits(ctx) // concurrency limits, by key
 	if err != nil {
 		return err
-	}
-	for key, v := range kv {
-		limits[key], _ = strconv.ParseInt(v, 10, 64)
 	}
 	// in[member] says which index of its key names it.
 	type where struct{ rate, place, given, holds bool }
 	in := map[string]where{}
 	for key := range keys {
-		rw, rx, cf, cq, cp := k.LimitIndexes(key)
 		var taken, parked, given int64
-		for _, z := range []string{rw, rx, cf, cq, cp} {
-			var cursor uint64
-			for {
-				mem, next, err := q.client.ZScan(ctx, z, cursor, "", 1000).Result()
-				if err != nil {
-					return err
-				}
-				for j := 0; j+1 < len(mem); j += 2 {
-					m := mem[j]
-					s, ok := limited[m]
-					w := in[m]
-					switch z {
-					case rw, rx:
-						w.rate = true
-						if !ok || s.State != "s" || !s.RateWait || s.LimitKey != key {
-							rep.addf("limit key %q: %s names %q, which does not wait for a rate slot of the key", key, z, m)
-						}
-					case cf:
-						w.holds = true
-						if !ok || s.State != "l" || !s.Place || s.LimitKey != key {
-							rep.addf("limit key %q: %s names %q, which holds no place of the key", key, z, m)
-						}
-						// An expired lease holds its place until a claim
-						// reclaims it, which gives the place on.
-						taken++
-					case cq:
-						w.place = true
-						if !ok || s.State != "s" || s.PlaceWait != "1" || s.LimitKey != key || score[m] != float64(rdb.MaxDueMS) {
-							rep.addf("limit key %q: %s names %q, which does not wait for a place of the key", key, z, m)
-						}
-						parked++
-					case cp:
-						w.given = true
-						if !ok || s.State != "s" || s.PlaceWait != "2" || s.LimitKey != key || score[m] == float64(rdb.MaxDueMS) {
-							rep.addf("limit key %q: %s names %q, which was not given a place of the key", key, z, m)
-						}
-						given++
+		for _, idx := range rdb.LimitIndexes {
+			z := q.db.LimitIndexName(key, idx)
+			err := q.db.ScanLimitIndex(ctx, key, idx, func(m string) {
+				s, ok := limited[m]
+				w := in[m]
+				switch idx {
+				case rdb.RateWaiting, rdb.RateLetGo:
+					w.rate = true
+					if !ok || s.State != rdb.Scheduled || !s.RateWait || s.LimitKey != key {
+						rep.addf("limit key %q: %s names %q, which does not wait for a rate slot of the key", key, z, m)
 					}
-					in[m] = w
+				case rdb.PlaceHeld:
+					w.holds = true
+					if !ok || s.State != rdb.Leased || !s.Place || s.LimitKey != key {
+						rep.addf("limit key %q: %s names %q, which holds no place of the key", key, z, m)
+					}
+					// An expired lease holds its place until a claim
+					// reclaims it, which gives the place on.
+					taken++
+				case rdb.PlaceWaiting:
+					w.place = true
+					if !ok || s.State != rdb.Scheduled || s.PlaceWait != rdb.WaitsForPlace || s.LimitKey != key || score[m] != float64(rdb.MaxDueMS) {
+						rep.addf("limit key %q: %s names %q, which does not wait for a place of the key", key, z, m)
+					}
+					parked++
+				case rdb.PlaceGiven:
+					w.given = true
+					if !ok || s.State != rdb.Scheduled || s.PlaceWait != rdb.GivenPlace || s.LimitKey != key || score[m] == float64(rdb.MaxDueMS) {
+						rep.addf("limit key %q: %s names %q, which was not given a place of the key", key, z, m)
+					}
+					given++
 				}
-				if cursor = next; cursor == 0 {
-					break
-				}
+				in[m] = w
+			})
+			if err != nil {
+				return err
 			}
 		}
 		if parked > 0 {
@@ -112,16 +98,16 @@ func (q *Queue) auditLimits(ctx context.Context, rep *AuditReport, limited map[s
 	}
 	for m, s := range limited {
 		w := in[m]
-		if s.RateWait && s.State == "s" && !w.rate {
+		if s.RateWait && s.State == rdb.Scheduled && !w.rate {
 			rep.addf("item %q waits for a rate slot of limit key %q but is not in its index", rdb.MemberID(m), s.LimitKey)
 		}
-		if s.PlaceWait == "1" && !w.place {
+		if s.PlaceWait == rdb.WaitsForPlace && !w.place {
 			rep.addf("item %q waits for a place of limit key %q but is not in its index", rdb.MemberID(m), s.LimitKey)
 		}
-		if s.PlaceWait == "2" && !w.given {
+		if s.PlaceWait == rdb.GivenPlace && !w.given {
 			rep.addf("item %q was given a place of limit key %q but is not in its index", rdb.MemberID(m), s.LimitKey)
 		}
-		if s.PlaceWait != "" && s.State != "s" {
+		if s.PlaceWait != rdb.NoPlaceWait && s.State != rdb.Scheduled {
 			rep.addf("item %q (state %s) says it waits for a place of limit key %q", rdb.MemberID(m), s.State, s.LimitKey)
 		}
 		if s.Place && !w.holds {

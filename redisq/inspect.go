@@ -72,30 +72,30 @@ func (s *State) UnmarshalText(b []byte) error {
 	return err
 }
 
-// code is the state's value of the item hash field "st".
-func (s State) code() (string, error) {
+// code is the state as the storage layer names it.
+func (s State) code() (rdb.State, error) {
 	switch s {
 	case StateScheduled:
-		return "s", nil
+		return rdb.Scheduled, nil
 	case StateInFlight:
-		return "l", nil
+		return rdb.Leased, nil
 	case StateDead:
-		return "d", nil
+		return rdb.Dead, nil
 	case StateCompleted:
-		return "c", nil
+		return rdb.Completed, nil
 	}
 	return "", fmt.Errorf("redisq: bad state %d", int(s))
 }
 
-func stateOf(code string) State {
+func stateOf(code rdb.State) State {
 	switch code {
-	case "s":
+	case rdb.Scheduled:
 		return StateScheduled
-	case "l":
+	case rdb.Leased:
 		return StateInFlight
-	case "d":
+	case rdb.Dead:
 		return StateDead
-	case "c":
+	case rdb.Completed:
 		return StateCompleted
 	}
 	return 0

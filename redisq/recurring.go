@@ -599,7 +599,7 @@ func registration(row rdb.Reg, now int64) Registration {
 		// The occurrence enqueued has not come. Its item runs at its time
 		// unless an operator moved, cancelled or deleted it; the series
 		// goes on at the watermark all the same.
-		switch pending := row.ItemState == "s"; {
+		switch pending := row.ItemState == rdb.Scheduled; {
 		case pending && row.ItemDue == row.At:
 			g.Next = msTime(row.At)
 		case pending && row.ItemDue > now:

@@ -43,14 +43,15 @@ func (r *Runner) WaitWake(ctx context.Context, c redis.UniversalClient, private 
 
 // ItemState is an item hash's state and member, as Audit reads them.
 type ItemState struct {
-	State, Member string
-	Exists        bool
+	State  State
+	Member string
+	Exists bool
 	// LimitKey (lk) and the limits' fields: RateWait (wt: waits for a
 	// rate slot), Place (cf: holds a place of its key's concurrency
-	// limit), PlaceWait (cq: "1" waits for a place, "2" was given one).
+	// limit), PlaceWait (cq).
 	LimitKey        string
 	RateWait, Place bool
-	PlaceWait       string
+	PlaceWait       PlaceWait
 }
 
 // ItemStates reads the state and member of the item hashes keys, in one
@@ -71,12 +72,14 @@ func (r *Runner) ItemStates(ctx context.Context, keys []string) ([]ItemState, er
 		if len(v) < 6 {
 			continue
 		}
-		out[i].State, _ = v[0].(string)
+		st, _ := v[0].(string)
+		out[i].State = State(st)
 		out[i].Member, _ = v[1].(string)
 		out[i].Exists = v[0] != nil || v[1] != nil
 		out[i].LimitKey, _ = v[2].(string)
 		out[i].RateWait, out[i].Place = v[3] != nil, v[5] != nil
-		out[i].PlaceWait, _ = v[4].(string)
+		pw, _ := v[4].(string)
+		out[i].PlaceWait = PlaceWait(pw)
 	}
 	return out, nil
 }

@@ -99,7 +99,7 @@ func flatMap(v interface{}) map[string]int64 {
 type Item struct {
 	ID          string
 	Score       int64
-	State       string // "s", "l" or "d"; "" for a hash without one
+	State       State // "" for a hash without one
 	Due         int64
 	Attempts    int
 	Deadline    int64 // the lease deadline (in flight)
@@ -131,7 +131,7 @@ const itemStride = 11 + len(JobFields) + 5
 func itemOf(r []interface{}) Item {
 	str := func(v interface{}) string { s, _ := v.(string); return s }
 	it := Item{
-		ID: str(r[0]), Score: ToMS(r[1]), State: str(r[2]), Due: ToMS(r[3]), Attempts: int(toInt(r[4])),
+		ID: str(r[0]), Score: ToMS(r[1]), State: State(str(r[2])), Due: ToMS(r[3]), Attempts: int(toInt(r[4])),
 		Deadline: ToMS(r[5]), Enqueued: ToMS(r[6]), Cancelled: str(r[7]) == "1", Reason: str(r[8]),
 		PayloadSize: int(toInt(r[9])),
 	}
@@ -141,10 +141,10 @@ func itemOf(r []interface{}) Item {
 	j := 11 + len(JobFields)
 	it.Job = jobOf(r[11:j])
 	it.Finished, it.ResultSize = ToMS(r[j]), int(toInt(r[j+1]))
-	if p, ok := r[j+2].(string); ok && (p != "" || it.ResultSize == 0) && it.State == "c" {
+	if p, ok := r[j+2].(string); ok && (p != "" || it.ResultSize == 0) && it.State == Completed {
 		it.Result = []byte(p)
 	}
-	if it.State == "s" {
+	if it.State == Scheduled {
 		it.SlotWait = ToMS(r[j+3])
 		it.PlaceWait = str(r[j+4]) == "1"
 	}
@@ -153,7 +153,7 @@ func itemOf(r []interface{}) Item {
 
 // ListArgs selects a page of List (lua/list.lua).
 type ListArgs struct {
-	State    string // "s", "l", "d" or "c"
+	State    State
 	Offset   int64
 	Limit    int
 	Payloads bool
@@ -172,7 +172,7 @@ type Page struct {
 
 // List reads one page of a state's items.
 func (r *Runner) List(ctx context.Context, a ListArgs) (Page, error) {
-	res, err := r.run(ctx, scriptList, []string{r.stateKey(a.State)}, a.State, a.Offset, a.Limit, flag(a.Payloads), flag(a.Reverse), a.Reason, a.Kind)
+	res, err := r.run(ctx, scriptList, []string{r.stateKey(a.State)}, string(a.State), a.Offset, a.Limit, flag(a.Payloads), flag(a.Reverse), a.Reason, a.Kind)
 	if err != nil {
 		return Page{}, err
 	}
@@ -191,16 +191,12 @@ func (r *Runner) List(ctx context.Context, a ListArgs) (Page, error) {
 	return p, nil
 }
 
-func (r *Runner) stateKey(code string) string {
-	switch code {
-	case "s":
-		return r.Keys.Sched
-	case "l":
-		return r.Keys.Lease
-	case "c":
-		return r.Keys.Done
+func (r *Runner) stateKey(st State) string {
+	set, ok := SetOf(st)
+	if !ok {
+		set = SetDead
 	}
-	return r.Keys.Dead
+	return r.SetName(set)
 }
 
 func flag(b bool) string {

@@ -87,7 +87,7 @@ type Reg struct {
 	HasPrev, Ended   bool
 	Extra, Seen      int64  // the last extra run and the last sighting (0: none)
 	Paused           int64  // when PauseRec paused it (0: not paused)
-	ItemState        string // the state code of the item of ID ("" when it is gone)
+	ItemState        State // the state of the item of ID ("" when it is gone)
 	ItemDue          int64
 	Size             int64
 	Payload          string
@@ -109,7 +109,7 @@ func regsOf(res []interface{}) []Reg {
 		regs = append(regs, Reg{
 			Name: s(0), Spec: s(1), CatchUp: int(n(2)), Version: n(3), Created: n(4), Updated: n(5),
 			Gen: n(6), At: n(7), Prev: n(8), HasPrev: s(8) != "", Ended: s(9) == "1", ID: s(10),
-			Extra: n(11), Seen: n(12), Paused: n(13), ItemState: s(14), ItemDue: ToMS(res[i+15]),
+			Extra: n(11), Seen: n(12), Paused: n(13), ItemState: State(s(14)), ItemDue: ToMS(res[i+15]),
 			Size: n(16), Payload: s(17), Job: jobOf(res[i+18 : i+18+len(JobFields)]),
 		})
 		r := &regs[len(regs)-1]
