@@ -85,8 +85,8 @@ type Reg struct {
 	Gen              int64
 	At, Prev         int64 // the watermark, and the occurrence before it
 	HasPrev, Ended   bool
-	Extra, Seen      int64  // the last extra run and the last sighting (0: none)
-	Paused           int64  // when PauseRec paused it (0: not paused)
+	Extra, Seen      int64 // the last extra run and the last sighting (0: none)
+	Paused           int64 // when PauseRec paused it (0: not paused)
 	ItemState        State // the state of the item of ID ("" when it is gone)
 	ItemDue          int64
 	Size             int64
