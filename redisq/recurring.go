@@ -15,24 +15,8 @@ import (
 // its occurrences, exactly once whatever the number of processes keeping
 // it (KeepRecurring), with no leader.
 //
-// Keys (all under the queue's hash tag):
-//
-//	{dq:NAME}:rec:REG  hash    one registration REG: s its schedule's text
-//	                           (ScheduleText), p payload, cu catch-up bound,
-//	                           v version, g generation (+1 at every change
-//	                           of s, p or cu), ct/ut created/updated (ms),
-//	                           at the watermark: the latest occurrence
-//	                           enqueued (ms), id its item's id, pv the one
-//	                           enqueued before it, end "1" when the series
-//	                           ended, rq/rr the last Register request id
-//	                           and its reply; op, sk, ls, lw the
-//	                           occurrence policy and its skips (see
-//	                           recurring_policy.go; {dq:NAME}:rn:REG holds
-//	                           the occurrences running under Overlap)
-//	{dq:NAME}:recs     zset    the registrations' names (score 0: by name)
-//	{dq:NAME}:recx     stream  the change feed: an entry per registration
-//	                           created, changed or removed (MAXLEN 100), on
-//	                           which keepers block
+// Keys: a hash per registration, the set of their names and a change feed
+// (rec:REG, rn:REG, recs and recx in Keys, internal/rdb/keys.go).
 //
 // An occurrence at T is the item "rec:REG@" + T in UTC (RFC 3339, to the
 // millisecond: OccurrenceID), due at T. Exactly once rests on the

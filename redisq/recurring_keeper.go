@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dq-go/delayqueue/redisq/internal/rdb"
-	"github.com/redis/go-redis/v9"
 )
 
 // keeperRefresh bounds how long a keeper goes without reading every
@@ -69,7 +68,6 @@ func (q *Queue) KeepRecurring(ctx context.Context) error {
 		regs:   map[string]*keptReg{},
 		specs:  map[string]specParse{},
 		warned: map[string]int64{},
-		feed:   q.db.Keys.Recx,
 		priv:   q.wpref + "k" + strconv.FormatUint(q.waitSeq.Add(1), 10),
 	}
 	k.run(ctx)
@@ -85,7 +83,6 @@ type keeper struct {
 	regs   map[string]*keptReg
 	specs  map[string]specParse // ParseSchedule by text, for every registration read
 	warned map[string]int64     // registration -> generation whose spec error was logged
-	feed   string               // the change feed's key
 	priv   string               // this keeper's private stream, which ends its XREAD
 	// The Redis clock: base ms read at local baseAt.
 	base   int64
@@ -209,15 +206,11 @@ func (k *keeper) fail(ctx context.Context, what string, err error) {
 func (k *keeper) watch(ctx context.Context, after string, changes chan<- struct{}) {
 	var pause time.Duration
 	for {
-		res, err := k.q.wait.XRead(ctx, &redis.XReadArgs{
-			Streams: []string{k.feed, k.priv, after, "0"},
-			Count:   100,
-			Block:   keeperFeedWait,
-		}).Result()
+		fr, err := k.q.db.ReadFeed(ctx, k.q.wait, k.priv, after, keeperFeedWait)
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil && !errors.Is(err, redis.Nil) {
+		if err != nil {
 			pause = min(max(2*pause, 10*time.Millisecond), time.Second)
 			k.q.opt.logger.Debug("redisq: keeping recurring registrations: reading the change feed", "queue", k.q.name, "err", err)
 			t := time.NewTimer(pause)
@@ -229,16 +222,14 @@ func (k *keeper) watch(ctx context.Context, after string, changes chan<- struct{
 			continue
 		}
 		pause = 0
-		for _, s := range res {
-			if s.Stream == k.priv && len(s.Messages) > 0 {
-				return
-			}
-			if s.Stream == k.feed && len(s.Messages) > 0 {
-				after = s.Messages[len(s.Messages)-1].ID
-				select {
-				case changes <- struct{}{}:
-				default:
-				}
+		if fr.Stopped {
+			return
+		}
+		if fr.Last != "" {
+			after = fr.Last
+			select {
+			case changes <- struct{}{}:
+			default:
 			}
 		}
 	}
