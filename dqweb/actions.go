@@ -87,7 +87,7 @@ func checkCSRF(r *http.Request) error {
 type op struct {
 	ids       bool   // acts on 1..MaxSelect item ids
 	reg       bool   // acts on a recurring registration
-	limit     bool   // sets a limit key's limit (see limitactions.go)
+	limit     bool   // sets a limit key's limit, or the queue's own rate limit (see limitactions.go)
 	reason    bool   // acts on the dead items of one cause of death
 	needState bool   // acts on a whole state
 	label     string // the button
@@ -112,6 +112,7 @@ var ops = map[string]op{
 	"resume-recurring":  {reg: true, label: "Resume"},
 	"rate-limit":        {limit: true, label: "Set rate limit"},
 	"concurrency-limit": {limit: true, label: "Set concurrency limit"},
+	queueRateOp:         {limit: true, label: "Set queue rate limit"},
 }
 
 // action is a parsed request.
@@ -120,8 +121,9 @@ type action struct {
 	IDs       []string
 	Reg       string // the registration unregister, pause-recurring or resume-recurring acts on
 	// Key is the limit key whose limit a limit action sets ("": the items
-	// without one), to Rate or K; Remove: to none. WasRate and WasConc
-	// are the key's limit as last read, for the question.
+	// without one; none for the queue's own rate limit), to Rate or K;
+	// Remove: to none. WasRate and WasConc are the limit as last read,
+	// for the question.
 	Key     string
 	Rate    redisq.RateLimit
 	K       int
@@ -289,7 +291,7 @@ func (a action) questionWith(items func(noun string) string) string {
 		return fmt.Sprintf("Pause recurring %s of queue %s? No occurrence of it is enqueued until it is resumed, and its pending occurrence, if not yet due, is cancelled (one already due is delivered); the registration stays.", quoted(a.Reg), q)
 	case "resume-recurring":
 		return fmt.Sprintf("Resume recurring %s of queue %s? Its first occurrence after now is enqueued; those that fell in the pause are skipped.", quoted(a.Reg), q)
-	case "rate-limit", "concurrency-limit":
+	case "rate-limit", "concurrency-limit", queueRateOp:
 		return a.limitQuestion()
 	}
 	return ""
@@ -490,6 +492,10 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		a.NParts = t.p.NumPartitions()
 		if o.reg || a.Tab != "" {
 			h.fail(w, r, http.StatusBadRequest, "queue %s is partitioned: its recurring registrations are on its partitions' pages", quoted(a.Queue))
+			return
+		}
+		if o.limit && a.Op == queueRateOp {
+			h.fail(w, r, http.StatusBadRequest, "queue %s is partitioned: redisq sets no rate limit on a whole partitioned queue (Partitioned has no SetQueueRateLimit)", quoted(a.Queue))
 			return
 		}
 		if o.limit {

@@ -345,7 +345,8 @@ type actionForm struct {
 	PIDX            string // an item of a partitioned queue with its partition, "i.HEXID"
 	RegX            string // a registration's name, hex-encoded
 	ReasonX         string // a cause of death, hex-encoded
-	KeyX            string // a limit key, hex-encoded (with Limit)
+	KeyX            string // a limit key, hex-encoded (with Limit, unless NoKey)
+	NoKey           bool   // the limit is the queue's own: no keyx field
 	Limit           hidden // of a limit action: the limit it sets (none, to remove)
 	Tab             string // the tab asked from, when not a state's (run-now on the Recurring tab)
 	State           string

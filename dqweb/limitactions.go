@@ -16,7 +16,9 @@ import (
 // with the field rate ("N/PER", as 100/1m, or none) and op
 // concurrency-limit with the field concurrency (K, or 0 or none), the key
 // in the field key (typed) or keyx (hex-encoded, which wins; either may
-// be empty: the items without a limit key). They go through the same
+// be empty: the items without a limit key); or the rate limit of the
+// whole queue (redisq Queue.SetQueueRateLimit): op queue-rate-limit with
+// the field rate and no key. They go through the same
 // checks, confirmation and result page as every action; the forms where
 // the limit is typed have no confirmed field, so the confirmation page
 // asks with the limit as parsed and the key's limit now (one round trip,
@@ -28,15 +30,22 @@ const (
 	concField = "concurrency"
 )
 
+// The op that sets the queue's own rate limit, which has no limit key.
+const queueRateOp = "queue-rate-limit"
+
 // IsLimit reports whether a sets a limit (for the confirmation page).
 func (a action) IsLimit() bool { return ops[a.Op].limit }
 
+// HasKey reports whether a sets a limit key's limit, not the queue's own
+// (for the confirmation page: only a key's has the field keyx).
+func (a action) HasKey() bool { return ops[a.Op].limit && a.Op != queueRateOp }
+
 // limitField is the form field that carries the limit a sets.
 func (a action) limitField() hidden {
-	if a.Op == "rate-limit" {
-		return hidden{rateField, rateValue(a.Rate)}
+	if a.Op == "concurrency-limit" {
+		return hidden{concField, strconv.Itoa(a.K)}
 	}
-	return hidden{concField, strconv.Itoa(a.K)}
+	return hidden{rateField, rateValue(a.Rate)}
 }
 
 // LimitField is limitField, for the confirmation page.
@@ -53,7 +62,7 @@ func (a action) button() (string, bool) {
 }
 
 // parseLimitForm reads the key and the limit of a limit action into a,
-// and refuses them on any other action.
+// and refuses them on any other action (and a key on the queue's own).
 func parseLimitForm(r *http.Request, a *action) error {
 	_, hasKey := r.PostForm["key"]
 	_, hasKeyX := r.PostForm["keyx"]
@@ -65,20 +74,26 @@ func parseLimitForm(r *http.Request, a *action) error {
 		}
 		return nil
 	}
-	if !hasKey && !hasKeyX {
+	switch {
+	case a.Op == queueRateOp && (hasKey || hasKeyX):
+		return errors.New("action queue-rate-limit limits the whole queue: it takes no limit key (rate-limit limits the items of one key)")
+	case a.Op == queueRateOp:
+	case !hasKey && !hasKeyX:
 		return fmt.Errorf("action %s needs a limit key (field key; empty for the items without one)", a.Op)
+	default:
+		key, err := formValue(r, "key")
+		if err != nil {
+			return err
+		}
+		if len(key) > redisq.MaxLimitKeyLen {
+			return fmt.Errorf("limit key %s is too long (%d bytes; at most %d)", quoted(key), len(key), redisq.MaxLimitKeyLen)
+		}
+		a.Key = key
 	}
-	key, err := formValue(r, "key")
-	if err != nil {
-		return err
-	}
-	if len(key) > redisq.MaxLimitKeyLen {
-		return fmt.Errorf("limit key %s is too long (%d bytes; at most %d)", quoted(key), len(key), redisq.MaxLimitKeyLen)
-	}
-	a.Key = key
-	if a.Op == "rate-limit" {
+	var err error
+	if a.Op != "concurrency-limit" {
 		if hasConc {
-			return errors.New("action rate-limit takes a rate (field rate), not a concurrency")
+			return fmt.Errorf("action %s takes a rate (field rate), not a concurrency", a.Op)
 		}
 		a.Rate, err = parseRate(r.PostFormValue(rateField))
 		a.Remove = a.Rate.N == 0
@@ -131,11 +146,15 @@ func parseConcurrency(s string) (int, error) {
 	return k, nil
 }
 
-// readLimit reads the key's limit now, for a's question.
+// readLimit reads the limit now (the key's, or the queue's own), for a's
+// question.
 func readLimit(ctx context.Context, q *redisq.Queue, a *action) (err error) {
-	if a.Op == "rate-limit" {
+	switch a.Op {
+	case queueRateOp:
+		a.WasRate, err = q.QueueRateLimit(ctx)
+	case "rate-limit":
 		a.WasRate, err = q.RateLimitState(ctx, a.Key)
-	} else {
+	default:
 		a.WasConc, err = q.ConcurrencyLimitState(ctx, a.Key)
 	}
 	return err
@@ -164,6 +183,9 @@ const (
 // limitQuestion is what a limit action asks, given the limit now.
 func (a action) limitQuestion() string {
 	subj, q := limitSubject(a.Key), quoted(a.Queue)
+	if a.Op == queueRateOp {
+		return a.queueRateQuestion()
+	}
 	if a.Op == "rate-limit" {
 		was, l := a.WasRate, a.Rate
 		switch {
@@ -199,14 +221,21 @@ func (a action) limitQuestion() string {
 func (h *handler) doLimit(ctx context.Context, q *redisq.Queue, a action) (int, string) {
 	subj, qn := limitSubject(a.Key), quoted(a.Queue)
 	err := readLimit(ctx, q, &a)
-	if err == nil && a.Op == "rate-limit" {
+	switch {
+	case err != nil:
+	case a.Op == queueRateOp:
+		err = q.SetQueueRateLimit(ctx, a.Rate)
+	case a.Op == "rate-limit":
 		err = q.SetRateLimit(ctx, a.Key, a.Rate)
-	} else if err == nil {
+	default:
 		err = q.SetConcurrencyLimit(ctx, a.Key, a.K)
 	}
 	if err != nil {
 		status, msg := h.actionStatus(err)
 		return status, "Failed: " + msg
+	}
+	if a.Op == queueRateOp {
+		return http.StatusOK, a.queueRateDone()
 	}
 	if a.Op == "rate-limit" {
 		was, l := a.WasRate.Limit, a.Rate
@@ -240,4 +269,41 @@ func (h *handler) doLimit(ctx context.Context, q *redisq.Queue, a action) (int, 
 			subj, qn, num(int64(k)), num(int64(k)))
 	}
 	return http.StatusOK, fmt.Sprintf("Changed the concurrency limit of %s of queue %s from %s to %s leased at once.", subj, qn, num(int64(was)), num(int64(k)))
+}
+
+// queueRateQuestion is what queue-rate-limit asks, given the queue's own
+// rate limit now.
+func (a action) queueRateQuestion() string {
+	q, was, l := quoted(a.Queue), a.WasRate, a.Rate
+	switch {
+	case a.Remove && was.Limit.N == 0:
+		return fmt.Sprintf("Remove the rate limit of the whole queue %s? It has none now: nothing would change.", q)
+	case a.Remove:
+		return fmt.Sprintf("Remove the rate limit of the whole queue %s (%s, %s claimed in the window that ends now)? Its due items are claimed as fast as its consumers take them, within their keys' own limits.",
+			q, rateText(was.Limit), num(int64(was.Used)))
+	case was.Limit.N == 0:
+		return fmt.Sprintf("Limit the whole queue %s to %s? At most %s of its items, whatever their limit keys, are claimed in any %s, across every process; while the window is full none is claimed, and the due items wait in their order.",
+			q, rateText(l), num(int64(l.N)), short(l.Per))
+	}
+	return fmt.Sprintf("Change the rate limit of the whole queue %s from %s to %s (%s claimed in the window that ends now)? At most %s of its items are claimed in any %s from now on.",
+		q, rateText(was.Limit), rateText(l), num(int64(was.Used)), num(int64(l.N)), short(l.Per))
+}
+
+// queueRateDone reports a queue-rate-limit done, given the limit it
+// replaced.
+func (a action) queueRateDone() string {
+	q, was, l := quoted(a.Queue), a.WasRate.Limit, a.Rate
+	switch {
+	case a.Remove && was.N == 0:
+		return fmt.Sprintf("No rate limit on the whole queue %s to remove; nothing changed.", q)
+	case a.Remove:
+		return fmt.Sprintf("Removed the rate limit of the whole queue %s (it was %s): its due items are claimed as fast as its consumers take them, within their keys' own limits.",
+			q, rateText(was))
+	case was == l:
+		return fmt.Sprintf("The rate limit of the whole queue %s was %s already: set again.", q, rateText(l))
+	case was.N == 0:
+		return fmt.Sprintf("Set the rate limit of the whole queue %s to %s: at most %s of its items are claimed in any %s, whatever their limit keys.",
+			q, rateText(l), num(int64(l.N)), short(l.Per))
+	}
+	return fmt.Sprintf("Changed the rate limit of the whole queue %s from %s to %s.", q, rateText(was), rateText(l))
 }

@@ -10,24 +10,29 @@ import (
 	"github.com/dq-go/delayqueue/redisq"
 )
 
-// The summary of a queue's page has a panel of its flow control: its rate
-// limits (redisq Queue.SetRateLimit) with their use, when there is room
-// and the items waiting for a slot, and its concurrency limits
-// (Queue.SetConcurrencyLimit) with the items leased and waiting, each
-// with a form to change it and a button to remove it, forms to set one on
-// any key (see limitactions.go), and a lookup of one key's limits
+// The summary of a queue's page has a panel of its flow control: the rate
+// limit of the whole queue (redisq Queue.SetQueueRateLimit) with its use
+// and when there is room, its keys' rate limits (Queue.SetRateLimit)
+// with their use, when there is room and the items waiting for a slot,
+// and its concurrency limits (Queue.SetConcurrencyLimit) with the items
+// leased and waiting, each with a form to change it and a button to
+// remove it, forms to set one on any key or on the queue (see
+// limitactions.go), and a lookup of one key's limits
 // (queue?q=NAME&limitkey=KEY: RateLimitState and ConcurrencyLimitState,
 // whatever the number of keys).
 //
 // It lists the maxLimitRows busiest keys of each kind, the most waiting
 // items first, then the idle ones by key (Queue.TopRateLimits,
 // TopConcurrencyLimits), and says how many others there are and the
-// items they hold. Stats counts the limits of each kind, so a queue
-// without one pays no read for the panel; one with some pays two round
-// trips per 500 keys, of the first maxLimitRead of a kind (past them the
-// panel says how many it did not read; the lookup finds any), and one per
-// 50 keys listed. A partitioned queue has none (redisq refuses LimitKey
-// there): no panel.
+// items they hold. Stats counts the limits of each kind and has the
+// queue's own, so a queue without one pays no read for the panel; the
+// queue's own costs one round trip (QueueRateLimit), the keys' two per
+// 500 keys, of the first maxLimitRead of a kind (past them the panel
+// says how many it did not read; the lookup finds any), and one per 50
+// keys listed. A partitioned queue has none (redisq refuses LimitKey
+// there, and has no SetQueueRateLimit): no panel. A partition's page
+// shows the limits set on it, with their actions, but no form for a new
+// one: its items come through the partitioned queue.
 
 // maxLimitRows is how many keys of each kind the panel lists.
 const maxLimitRows = 100
@@ -52,9 +57,13 @@ type limitsView struct {
 	UnreadRate, UnreadConc           int
 	MaxRead                          int
 	Err                              string // why the limits could not be read
-	// SetRate and SetConc set a limit on a key typed in; no Op in
-	// read-only mode or on a partition's page.
-	SetRate, SetConc limitForm
+	// Queue is the queue's own rate limit and its use, when it has one
+	// (Key and Waiting unused).
+	Queue *rateRow
+	// SetRate and SetConc set a limit on a key typed in, SetQueue the
+	// queue's own when it has none; no Op in read-only mode or on a
+	// partition's page.
+	SetRate, SetConc, SetQueue limitForm
 	// Lookup is the key looked up (limitkey), and its limits; Prefix
 	// and QueueX are the lookup form's.
 	Lookup         lookupView
@@ -121,22 +130,23 @@ func keyRowOf(key string) keyRow {
 // shows the limit as parsed (a dialog could only repeat the raw text).
 type limitForm struct {
 	Prefix, CSRF, QueueX string
-	Op                   string // rate-limit or concurrency-limit
+	Op                   string // rate-limit, concurrency-limit or queue-rate-limit
 	Field                string // the field of the limit: rate or concurrency
-	KeyX                 string // the key, hex-encoded; "" with NewKey
+	KeyX                 string // the key, hex-encoded; "" with NewKey or Whole
 	NewKey               bool   // the key is typed (field key)
-	Value                string // the limit now, to edit
+	Whole                bool   // the queue's own rate limit: no key
+	Value                string // the limit now, to edit; "" for a new one
 	Label                string // the field's label
 }
 
 // limitFormFor is the form of op on the queue of d: of the key keyX
-// (hex), or, with newKey, of a key typed in.
+// (hex), or, with newKey, of a key typed in; queue-rate-limit has no key.
 func (h *handler) limitFormFor(d *queueData, op string, newKey bool, keyX, value string) limitForm {
-	f := limitForm{Prefix: h.opt.Prefix, CSRF: d.CSRF, QueueX: d.QueueX, Op: op, KeyX: keyX, NewKey: newKey, Value: value}
-	if op == "rate-limit" {
-		f.Field, f.Label = rateField, "N/PER"
-	} else {
+	f := limitForm{Prefix: h.opt.Prefix, CSRF: d.CSRF, QueueX: d.QueueX, Op: op, KeyX: keyX, NewKey: newKey, Whole: op == queueRateOp, Value: value}
+	if op == "concurrency-limit" {
 		f.Field, f.Label = concField, "K"
+	} else {
+		f.Field, f.Label = rateField, "N/PER"
 	}
 	return f
 }
@@ -173,15 +183,28 @@ func (h *handler) limitsPanel(ctx context.Context, r *http.Request, q *redisq.Qu
 	v := limitsView{Shown: true, RateCount: st.RateLimits, ConcCount: st.ConcurrencyLimits, MaxRead: maxLimitRead,
 		Prefix: h.opt.Prefix, QueueX: d.QueueX}
 	canSet := !h.opt.ReadOnly
-	if canSet && d.Parent == "" {
-		// A partition's items come through its partitioned queue, which
-		// refuses limit keys: no new limit there, but one set is shown.
+	// A partition's items come through its partitioned queue, which
+	// refuses limit keys and has no rate limit of its own: no new limit
+	// there, but one set is shown.
+	canAdd := canSet && d.Parent == ""
+	if canAdd {
 		v.SetRate, v.SetConc = h.limitFormFor(d, "rate-limit", true, "", ""), h.limitFormFor(d, "concurrency-limit", true, "", "")
 	}
-	if d.Parent != "" && v.RateCount+v.ConcCount == 0 {
+	if d.Parent != "" && v.RateCount+v.ConcCount == 0 && st.QueueRateLimit.N == 0 {
 		v.Shown = false
 	}
+	queueSet := st.QueueRateLimit.N > 0
 	read := func() error {
+		if queueSet {
+			s, err := q.QueueRateLimit(ctx)
+			if err != nil {
+				return err
+			}
+			if queueSet = s.Limit.N > 0; queueSet { // else removed since the Stats
+				row := h.rateRowOf(queueRateOp, s, d, canSet)
+				v.Queue = &row
+			}
+		}
 		if v.RateCount > 0 {
 			top, tot, err := q.TopRateLimits(ctx, maxLimitRows, maxLimitRead)
 			if err != nil {
@@ -207,6 +230,9 @@ func (h *handler) limitsPanel(ctx context.Context, r *http.Request, q *redisq.Qu
 	if err := read(); err != nil {
 		_, msg := h.redisStatus(err)
 		v.Err = message("the limits cannot be read: " + msg)
+	}
+	if canAdd && !queueSet {
+		v.SetQueue = h.limitFormFor(d, queueRateOp, false, "", "")
 	}
 	if key, asked := r.URL.Query()["limitkey"]; asked {
 		v.Lookup = h.lookup(ctx, q, d, key[0], canSet)
@@ -244,6 +270,12 @@ func (h *handler) lookup(ctx context.Context, q *redisq.Queue, d *queueData, key
 }
 
 func (h *handler) rateRow(s redisq.LimitState, d *queueData, canSet bool) rateRow {
+	return h.rateRowOf("rate-limit", s, d, canSet)
+}
+
+// rateRowOf is the row of the rate limit that op sets: a key's
+// (rate-limit, the key s.Key) or the queue's own (queue-rate-limit).
+func (h *handler) rateRowOf(op string, s redisq.LimitState, d *queueData, canSet bool) rateRow {
 	now := d.Now
 	row := rateRow{keyRow: keyRowOf(s.Key), Limit: rateText(s.Limit), Used: s.Used, N: s.Limit.N, Waiting: s.Waiting,
 		LastSlot: at(s.LastSlot, now)}
@@ -253,10 +285,13 @@ func (h *handler) rateRow(s redisq.LimitState, d *queueData, canSet bool) rateRo
 		row.Full, row.Room = true, at(s.Room, now)
 	}
 	if canSet {
-		keyX := hex.EncodeToString([]byte(s.Key))
+		keyX := ""
+		if op != queueRateOp {
+			keyX = hex.EncodeToString([]byte(s.Key))
+		}
 		row.HasActions = true
-		row.Edit = h.limitFormFor(d, "rate-limit", false, keyX, rateValue(s.Limit))
-		a := action{Op: "rate-limit", Queue: d.Name, Key: s.Key, Remove: true, WasRate: s}
+		row.Edit = h.limitFormFor(d, op, false, keyX, rateValue(s.Limit))
+		a := action{Op: op, Queue: d.Name, Key: s.Key, Remove: true, WasRate: s}
 		row.Remove = limitRemoveForm(h.opt.Prefix, d, a, keyX)
 	}
 	return row
@@ -279,6 +314,6 @@ func (h *handler) concRow(s redisq.ConcurrencyState, d *queueData, canSet bool) 
 // it asks with a dialog, like the other buttons.
 func limitRemoveForm(prefix string, d *queueData, a action, keyX string) actionForm {
 	label, danger := a.button()
-	return actionForm{Prefix: prefix, CSRF: d.CSRF, Op: a.Op, QueueX: d.QueueX, KeyX: keyX, Limit: a.limitField(),
+	return actionForm{Prefix: prefix, CSRF: d.CSRF, Op: a.Op, QueueX: d.QueueX, KeyX: keyX, NoKey: !a.HasKey(), Limit: a.limitField(),
 		Label: label, Confirm: a.question(), Danger: danger}
 }

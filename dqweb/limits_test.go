@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -565,6 +567,12 @@ func TestLimitFormsAreChecked(t *testing.T) {
 		{url.Values{"op": {"concurrency-limit"}, "q": {"orders"}, "key": {"k"}, "rate": {"1/1s"}, "concurrency": {"2"}}, "takes a concurrency (field concurrency), not a rate"},
 		{url.Values{"op": {"rate-limit"}, "q": {"orders"}, "keyx": {"zz"}, "rate": {"1/1s"}}, "bad form field keyx"},
 		{url.Values{"op": {"pause"}, "q": {"orders"}, "key": {"k"}}, "action pause takes no limit key or limit"},
+		{url.Values{"op": {"queue-rate-limit"}, "q": {"orders"}, "key": {""}, "rate": {"1/1s"}}, "action queue-rate-limit limits the whole queue: it takes no limit key"},
+		{url.Values{"op": {"queue-rate-limit"}, "q": {"orders"}, "keyx": {"6b"}, "rate": {"1/1s"}}, "it takes no limit key"},
+		{url.Values{"op": {"queue-rate-limit"}, "q": {"orders"}, "concurrency": {"2"}}, "action queue-rate-limit takes a rate (field rate), not a concurrency"},
+		{url.Values{"op": {"queue-rate-limit"}, "q": {"orders"}, "rate": {"10"}}, "bad rate &#34;10&#34;: want N/PER"},
+		{url.Values{"op": {"queue-rate-limit"}, "q": {"orders"}}, "bad rate &#34;&#34;: want N/PER"},
+		{url.Values{"op": {"queue-rate-limit"}, "q": {"orders"}, "rate": {"10/87601h"}}, "PER must be more than 0 and at most 87600h"},
 	} {
 		r := action(t, f, c, c2.form)
 		if r.status != http.StatusBadRequest || !strings.Contains(r.body, c2.says) {
@@ -572,7 +580,7 @@ func TestLimitFormsAreChecked(t *testing.T) {
 		}
 	}
 	st, err := f.Q.Stats(context.Background())
-	if err != nil || st.RateLimits != 0 || st.ConcurrencyLimits != 0 || st.Paused {
+	if err != nil || st.RateLimits != 0 || st.ConcurrencyLimits != 0 || st.QueueRateLimit.N != 0 || st.Paused {
 		t.Fatalf("a refused form changed the queue: %+v %v", st, err)
 	}
 }
@@ -589,6 +597,9 @@ func TestLimitActionsRefused(t *testing.T) {
 	if err := ro.Q.SetConcurrencyLimit(ctx, "acct", 2); err != nil {
 		t.Fatal(err)
 	}
+	if err := ro.Q.SetQueueRateLimit(ctx, redisq.RateLimit{N: 9, Per: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
 	c := client(t)
 	r := get(t, c, ro.QueueURL("orders"))
 	checkPage(t, "read-only queue page", r, 100<<10)
@@ -601,12 +612,16 @@ func TestLimitActionsRefused(t *testing.T) {
 	if _, rows := limitRows(t, r.body, "conc"); !strings.Contains(rows["acct"], `data-k="leased">0 of 2<`) {
 		t.Errorf("the read-only panel does not show the concurrency limit:\n%s", r.body)
 	}
+	if row := section(t, r.body, `<tr data-limit="queue"`, "</tr>"); !strings.Contains(row, `data-k="limit">9 per 1h<`) {
+		t.Errorf("the read-only panel does not show the queue's own limit:\n%s", row)
+	}
 	tok := strings.Repeat("T", 43)
 	u, _ := url.Parse(ro.Base)
 	c.Jar.SetCookies(u, []*http.Cookie{{Name: "dqweb_csrf", Value: tok, Path: "/dq/"}})
 	for _, form := range []url.Values{
 		{"op": {"rate-limit"}, "q": {"orders"}, "key": {"smtp"}, "rate": {"none"}},
 		{"op": {"concurrency-limit"}, "q": {"orders"}, "key": {"acct"}, "concurrency": {"0"}},
+		{"op": {"queue-rate-limit"}, "q": {"orders"}, "rate": {"none"}},
 	} {
 		form.Set("csrf", tok)
 		form.Set("confirmed", "yes")
@@ -614,7 +629,7 @@ func TestLimitActionsRefused(t *testing.T) {
 			t.Errorf("%s in read-only mode: %d, want 403", form.Get("op"), r.status)
 		}
 	}
-	if st, err := ro.Q.Stats(ctx); err != nil || st.RateLimits != 1 || st.ConcurrencyLimits != 1 {
+	if st, err := ro.Q.Stats(ctx); err != nil || st.RateLimits != 1 || st.ConcurrencyLimits != 1 || st.QueueRateLimit.N != 9 {
 		t.Fatalf("the read-only dashboard changed the limits: %+v %v", st, err)
 	}
 
@@ -645,6 +660,7 @@ func TestLimitActionsRefused(t *testing.T) {
 		for _, form := range []url.Values{
 			{"op": {"rate-limit"}, "q": {"orders"}, "key": {"smtp"}, "rate": {"none"}},
 			{"op": {"concurrency-limit"}, "q": {"orders"}, "key": {"acct"}, "concurrency": {"4"}},
+			{"op": {"queue-rate-limit"}, "q": {"orders"}, "rate": {"1/1s"}},
 		} {
 			form.Set("csrf", tok)
 			form.Set("confirmed", "yes")
@@ -653,7 +669,7 @@ func TestLimitActionsRefused(t *testing.T) {
 			}
 		}
 	}
-	if st, err := f.Q.Stats(ctx); err != nil || st.RateLimits != 1 || st.ConcurrencyLimits != 0 {
+	if st, err := f.Q.Stats(ctx); err != nil || st.RateLimits != 1 || st.ConcurrencyLimits != 0 || st.QueueRateLimit.N != 0 {
 		t.Fatalf("a refused request changed the limits: %+v %v", st, err)
 	}
 	// The same request, same-origin with the token, is done.
@@ -666,8 +682,9 @@ func TestLimitActionsRefused(t *testing.T) {
 }
 
 // TestPartitionedHasNoLimits: a partitioned queue (whose redisq refuses
-// limit keys) has no panel and refuses the limit actions; a partition's
-// page shows a limit set on it, without a form to set new ones.
+// limit keys and has no rate limit of its own) has no panel and refuses
+// the limit actions; a partition's page shows a limit set on it, the
+// queue's own too, with their actions, without a form to set new ones.
 func TestPartitionedHasNoLimits(t *testing.T) {
 	f := newPFixture(t, dqweb.Options{})
 	ctx := context.Background()
@@ -696,6 +713,33 @@ func TestPartitionedHasNoLimits(t *testing.T) {
 			t.Errorf("%s on a partitioned queue: %d\n%s", form.Get("op"), r.status, r.body)
 		}
 	}
+	if r := action(t, f.Fixture, c, url.Values{"op": {"queue-rate-limit"}, "q": {pname}, "rate": {"1/1s"}}); r.status != http.StatusBadRequest ||
+		!strings.Contains(r.body, "is partitioned: redisq sets no rate limit on a whole partitioned queue") {
+		t.Errorf("queue-rate-limit on a partitioned queue: %d\n%s", r.status, r.body)
+	}
+
+	// A partition's own rate limit (set on it, an ordinary queue) is
+	// shown on its page with its actions, which act on the partition.
+	other := f.p.Partition(1)
+	if err := other.SetQueueRateLimit(ctx, redisq.RateLimit{N: 4, Per: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, c, f.QueueURL(pname)); strings.Contains(r.body, `id="limits"`) {
+		t.Error("the partitioned queue's page shows a partition's limit as its own")
+	}
+	r = get(t, c, f.QueueURL(other.Name()))
+	row := section(t, r.body, `<tr data-limit="queue"`, "</tr>")
+	if !strings.Contains(row, `data-k="limit">4 per 1m<`) || strings.Contains(r.body, "setlimit") {
+		t.Errorf("a partition's own limit: %s\n%s", row, section(t, r.body, `<section id="limits">`, "</section>"))
+	}
+	remove := formIn(t, row, "act")
+	remove.Set("confirmed", "yes")
+	if res := post(t, c, f.Base+"action", remove); !strings.Contains(res.body, "Removed the rate limit of the whole queue "+html.EscapeString(dqweb.Quoted(other.Name()))) {
+		t.Errorf("removing a partition's own limit: %d\n%s", res.status, res.body)
+	}
+	if s, err := other.QueueRateLimit(ctx); err != nil || s.Limit.N != 0 {
+		t.Errorf("the partition's own limit after Remove: %+v %v", s, err)
+	}
 }
 
 // TestLimitsUnreadable: when the limits cannot be read (here a Redis user
@@ -718,5 +762,159 @@ func TestLimitsUnreadable(t *testing.T) {
 	}
 	if !strings.Contains(r.body, `<section id="counters">`) {
 		t.Error("the rest of the summary is missing")
+	}
+}
+
+// qlReads counts the reads of a queue's own rate limit that f's
+// dashboard sends: QueueRateLimit's script is the only one given the
+// log key {dq:NAME}:ql.
+type qlReads struct{ n atomic.Int64 }
+
+func (h *qlReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *qlReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if slices.Contains(cmd.Args(), any("{dq:orders}:ql")) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *qlReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestQueueRateLimitPanel: the panel shows the rate limit of the whole
+// queue (Queue.SetQueueRateLimit) with its use and when there is room,
+// read only while Stats says it is set; an operator sets it from the
+// "Set a limit" form, changes it from its row and removes it, each
+// confirmed on a page that asks with the limit as parsed and the limit
+// now, its forms carrying no limit key.
+func TestQueueRateLimitPanel(t *testing.T) {
+	f := webtest.NewFixture(t, dqweb.Options{})
+	ctx := context.Background()
+	reads := &qlReads{}
+	f.C.AddHook(reads)
+	c := client(t)
+	limit := func() redisq.LimitState {
+		t.Helper()
+		s, err := f.Q.QueueRateLimit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	confirm := func(form url.Values, question, result string) {
+		t.Helper()
+		was := limit().Limit
+		r := post(t, c, f.Base+"action", form)
+		if r.status != http.StatusOK || !strings.Contains(r.body, html.EscapeString(question)) || !strings.Contains(r.body, `name="confirmed" value="yes"`) {
+			t.Fatalf("confirmation of %v: %d, want %q\n%s", form, r.status, question, r.body)
+		}
+		if limit().Limit != was {
+			t.Fatalf("%v changed the limit before it was confirmed", form)
+		}
+		cf := confirmForm(r.body)
+		if _, ok := cf["keyx"]; ok {
+			t.Errorf("the confirmation's form has a limit key: %v", cf)
+		}
+		r = post(t, c, f.Base+"action", cf)
+		if r.status != http.StatusOK || !strings.Contains(r.body, html.EscapeString(result)) ||
+			!strings.Contains(r.body, `<a href="/dq/queue?q=orders#limits" id="back">`) {
+			t.Fatalf("result of %v: %d, want %q\n%s", form, r.status, result, r.body)
+		}
+	}
+
+	// None: no row, no read, and a form to set one among the others.
+	page := get(t, c, f.QueueURL("orders"))
+	checkPage(t, "queue page", page, 300<<10)
+	if strings.Contains(page.body, `id="queue-rate-limit"`) || !strings.Contains(page.body, `id="nolimits"`) || reads.n.Load() != 0 {
+		t.Errorf("a queue without its own limit: a row, or %d reads of it\n%s", reads.n.Load(), section(t, page.body, `<section id="limits">`, "</section>"))
+	}
+	set := section(t, page.body, `<details class="setlimit">`, "</details>")
+	if !strings.Contains(set, "<summary>Set a limit on a key or the whole queue</summary>") {
+		t.Errorf("the set forms' summary: %s", set)
+	}
+	form := formIn(t, set[strings.LastIndex(set, `<form method="post"`):], "limit")
+	if form.Get("op") != "queue-rate-limit" || form.Has("key") || form.Has("keyx") || !strings.Contains(set, "Rate limit of the whole queue</span>") {
+		t.Fatalf("the queue's form: %v\n%s", form, set)
+	}
+	form.Set("rate", " 2/1h ")
+	confirm(form, `Limit the whole queue "orders" to 2 per 1h? At most 2 of its items, whatever their limit keys, are claimed in any 1h, across every process;`,
+		`Set the rate limit of the whole queue "orders" to 2 per 1h: at most 2 of its items are claimed in any 1h, whatever their limit keys.`)
+	if l := limit().Limit; l != (redisq.RateLimit{N: 2, Per: time.Hour}) {
+		t.Fatalf("the queue's limit %v, want 2 per 1h", l)
+	}
+
+	// Two of the fixture's three overdue items are claimed, the third
+	// stays due: the row says the window is full, and until when.
+	if took := claimAll(t, f); len(took) != 2 {
+		t.Fatalf("claimed %v under 2 per 1h", took)
+	}
+	before := reads.n.Load()
+	page = get(t, c, f.QueueURL("orders"))
+	checkPage(t, "queue page", page, 300<<10)
+	if n := reads.n.Load() - before; n != 1 {
+		t.Errorf("a view read the queue's limit %d times, want 1", n)
+	}
+	row := section(t, page.body, `<tr data-limit="queue"`, "</tr>")
+	for _, w := range []string{`class="full"`, `data-k="limit">2 per 1h<`, `data-k="used">2 of 2<`, `data-k="room"><span class="badge full">full</span> <time`, `>in 1h0m0s</time>`,
+		`data-confirm="Remove the rate limit of the whole queue &#34;orders&#34; (2 per 1h, 2 claimed in the window that ends now)?`} {
+		if !strings.Contains(row, w) {
+			t.Errorf("the queue's row lacks %s\n%s", w, row)
+		}
+	}
+	if strings.Contains(page.body, `<details class="setlimit">`) && strings.Contains(section(t, page.body, `<details class="setlimit">`, "</details>"), "queue-rate-limit") {
+		t.Error("a form to set the queue's limit while it has one")
+	}
+	if due := count(t, page.body, "due"); due != "1" {
+		t.Errorf("due now %q, want 1: the item over the limit stays due", due)
+	}
+	before = reads.n.Load()
+	for _, tab := range []string{"scheduled", "dead", "workers"} {
+		get(t, c, f.TabURL("orders", tab))
+	}
+	if n := reads.n.Load() - before; n != 0 {
+		t.Errorf("the other tabs read the queue's limit %d times", n)
+	}
+
+	// Changed from its row, then removed.
+	edit := formIn(t, row, "limit")
+	if edit.Get("op") != "queue-rate-limit" || edit.Get("rate") != "2/1h" || edit.Has("keyx") {
+		t.Fatalf("the row's form: %v", edit)
+	}
+	edit.Set("rate", "5/1m")
+	confirm(edit, `Change the rate limit of the whole queue "orders" from 2 per 1h to 5 per 1m (2 claimed in the window that ends now)? At most 5 of its items are claimed in any 1m from now on.`,
+		`Changed the rate limit of the whole queue "orders" from 2 per 1h to 5 per 1m.`)
+	row = section(t, get(t, c, f.QueueURL("orders")).body, `<tr data-limit="queue"`, "</tr>")
+	remove := formIn(t, row, "act")
+	if remove.Get("op") != "queue-rate-limit" || remove.Get("rate") != "none" || remove.Has("keyx") {
+		t.Fatalf("the Remove form: %v", remove)
+	}
+	remove.Set("confirmed", "yes")
+	if r := post(t, c, f.Base+"action", remove); !strings.Contains(r.body, html.EscapeString(`Removed the rate limit of the whole queue "orders" (it was 5 per 1m)`)) {
+		t.Fatalf("removing: %d\n%s", r.status, r.body)
+	}
+	if l := limit().Limit; l.N != 0 {
+		t.Fatalf("the queue's limit %v after its removal", l)
+	}
+	page = get(t, c, f.QueueURL("orders"))
+	if strings.Contains(page.body, `data-limit="queue"`) || !strings.Contains(page.body, `id="nolimits"`) {
+		t.Errorf("the panel after the removal:\n%s", section(t, page.body, `<section id="limits">`, "</section>"))
+	}
+	// Removing it again changes nothing, and says so.
+	if r := action(t, f, c, url.Values{"op": {"queue-rate-limit"}, "q": {"orders"}, "rate": {"none"}}); r.status != http.StatusOK ||
+		!strings.Contains(r.body, "No rate limit on the whole queue &#34;orders&#34; to remove; nothing changed.") {
+		t.Errorf("removing no limit: %d\n%s", r.status, r.body)
+	}
+
+	// A hostile queue name is escaped in the question and the result.
+	odd := url.Values{"op": {"queue-rate-limit"}, "q": {webtest.OddQueue}, "rate": {"3/1s"}, "csrf": {token(t, c, f.QueueURL("orders"))}}
+	r := post(t, c, f.Base+"action", odd)
+	if strings.Contains(r.body, "we<ird>") || !strings.Contains(r.body, "Limit the whole queue &#34;we&lt;ird&gt;\\&#34;q&#34; to 3 per 1s?") {
+		t.Errorf("the question on %q:\n%s", webtest.OddQueue, r.body)
+	}
+	r = post(t, c, f.Base+"action", confirmForm(r.body))
+	if strings.Contains(r.body, "we<ird>") || !strings.Contains(r.body, "Set the rate limit of the whole queue &#34;we&lt;ird&gt;\\&#34;q&#34; to 3 per 1s") {
+		t.Errorf("the result on %q:\n%s", webtest.OddQueue, r.body)
 	}
 }

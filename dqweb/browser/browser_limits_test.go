@@ -55,15 +55,7 @@ func TestBrowserLimits(t *testing.T) {
 	b.run(chromedp.Click(chromedp.CSS(`details.setlimit summary`)))
 	form := `details.setlimit form.limit:first-of-type`
 	b.run(chromedp.SendKeys(chromedp.CSS(form+` input[name="key"]`), "api"))
-	b.run(chromedp.SendKeys(chromedp.CSS(form+` input[name="rate"]`), "3/1s"))
-	eval[bool](b, `window.__typing = true`)
-	time.Sleep(2500 * time.Millisecond)
-	if !eval[bool](b, `window.__typing === true && document.querySelector('`+form+` input[name="rate"]').value === "3/1s"`) {
-		t.Fatal("the page reloaded under a limit being typed")
-	}
-	eval[bool](b, `window.__before = true`)
-	b.run(chromedp.Click(chromedp.CSS(form + ` button[data-op="rate-limit"]`)))
-	b.waitNewPage("__before", "submitting the limit")
+	typeLimit(b, form, "3/1s")
 	if got := b.text("p.question"); !strings.HasPrefix(got, `Limit key "api" of queue "orders" to 3 per 1s?`) {
 		t.Fatalf("the confirmation asks %q", got)
 	}
@@ -97,6 +89,68 @@ func TestBrowserLimits(t *testing.T) {
 	want := `confirm: Remove the rate limit of key "smtp" of queue "orders" (2 per 1m)? Its items are claimed as soon as they are due, however many.`
 	if log := b.dialogLog(); len(log) != 2 || log[0] != want || log[1] != want {
 		t.Errorf("dialogs %q, want twice %q", log, want)
+	}
+}
+
+// typeLimit types rate in the rate limit form form, checks that the
+// page's auto-refresh (every second) does not reload it meanwhile, and
+// submits it.
+func typeLimit(b *tab, form, rate string) {
+	b.t.Helper()
+	b.run(chromedp.SendKeys(chromedp.CSS(form+` input[name="rate"]`), rate))
+	eval[bool](b, `window.__typing = true`)
+	time.Sleep(2500 * time.Millisecond)
+	if !eval[bool](b, `window.__typing === true && document.querySelector('`+form+` input[name="rate"]').value === "`+rate+`"`) {
+		b.t.Fatal("the page reloaded under a limit being typed")
+	}
+	eval[bool](b, `window.__before = true`)
+	b.run(chromedp.Click(chromedp.CSS(form + ` button[type="submit"]`)))
+	b.waitNewPage("__before", "submitting the limit")
+}
+
+// TestBrowserQueueRateLimit: in Chromium, the rate limit of the whole
+// queue is set from the "Set a limit" form (not lost to the
+// auto-refresh), confirmed on the confirmation page, shown with its use,
+// and removed with a dialog that names the queue.
+func TestBrowserQueueRateLimit(t *testing.T) {
+	chromiumPath(t)
+	f := webtest.NewFixture(t, dqweb.Options{Refresh: time.Second})
+	ctx := context.Background()
+	b := newTab(t, 1280, 900)
+	b.open(f.QueueURL("orders"))
+	b.run(chromedp.Click(chromedp.CSS(`details.setlimit summary`)))
+	form := `details.setlimit form.limit:has(button[data-op="queue-rate-limit"])`
+	typeLimit(b, form, "2/1h")
+	if got := b.text("p.question"); !strings.HasPrefix(got, `Limit the whole queue "orders" to 2 per 1h?`) {
+		t.Fatalf("the confirmation asks %q", got)
+	}
+	b.click(`form.confirm button`, true)
+	if got := b.text("p.result"); !strings.HasPrefix(got, `Set the rate limit of the whole queue "orders" to 2 per 1h`) {
+		t.Fatalf("result %q", got)
+	}
+	if s, err := f.Q.QueueRateLimit(ctx); err != nil || s.Limit != (redisq.RateLimit{N: 2, Per: time.Hour}) {
+		t.Fatalf("the queue's limit: %+v %v", s, err)
+	}
+
+	b.run(chromedp.Click(chromedp.CSS("#back")))
+	b.run(chromedp.WaitVisible(chromedp.CSS(`table.limits.queue-rate`)))
+	if got := b.text(`table.limits.queue-rate td[data-k="limit"]`); got != "2 per 1h" {
+		t.Errorf("the queue's limit shown as %q", got)
+	}
+	btn := `table.limits.queue-rate button[data-op="queue-rate-limit"].danger`
+	b.click(btn, false)
+	if s, _ := f.Q.QueueRateLimit(ctx); s.Limit.N != 2 {
+		t.Fatal("a dismissed Remove removed the limit")
+	}
+	b.click(btn, true)
+	if got := b.text("p.result"); !strings.HasPrefix(got, `Removed the rate limit of the whole queue "orders" (it was 2 per 1h)`) {
+		t.Fatalf("result %q", got)
+	}
+	if s, _ := f.Q.QueueRateLimit(ctx); s.Limit.N != 0 {
+		t.Fatal("Remove left the limit")
+	}
+	if log := b.dialogLog(); len(log) != 2 || !strings.HasPrefix(log[0], `confirm: Remove the rate limit of the whole queue "orders" (2 per 1h, 0 claimed`) || log[1] != log[0] {
+		t.Errorf("dialogs %q", log)
 	}
 }
 
