@@ -16,7 +16,8 @@ import (
 //     is left out (it states the KEYS a call declares, the ARGV and the
 //     reply);
 //   - a line "--@include NAME" is replaced by lua/include/NAME.lua,
-//     assembled the same way (an include may include others);
+//     assembled the same way (an include may include others), the first
+//     time NAME is included: a helper two others include is defined once;
 //   - "{{NAME}}" is replaced by the Go constant of that name (placeholders),
 //     so that a bound the Go code also uses is written once;
 //   - a script that may start the queue's sequence (it has next_seq) is
@@ -48,14 +49,22 @@ var placeholders = func() map[string]string {
 	}
 }()
 
-// assemble returns the text of lua/NAME.lua (or, with include set,
-// lua/include/NAME.lua) as Redis runs it, before lifeWrap. It panics on a
-// missing file or placeholder: the files are part of the binary.
-func assemble(name string, include bool) string {
-	path := "lua/" + name + ".lua"
-	if include {
-		path = "lua/include/" + name + ".lua"
-	}
+// assemble returns the text of lua/NAME.lua as Redis runs it, before
+// lifeWrap. It panics on a missing file or placeholder: the files are part
+// of the binary.
+func assemble(name string) string {
+	seen := map[string]bool{}
+	var out strings.Builder
+	assembleFile("lua/"+name+".lua", seen, &out)
+	return out.String()
+}
+
+// assembleFile appends the text of the file at path to out, each of its
+// includes replaced by the include's own text unless seen already: an
+// include appears once in a script, before the first file that includes
+// it (its own includes before it), so that what a helper uses is defined
+// before it.
+func assembleFile(path string, seen map[string]bool, out *strings.Builder) {
 	b, err := luaFiles.ReadFile(path)
 	if err != nil {
 		panic(fmt.Sprintf("rdb: %v", err))
@@ -70,11 +79,20 @@ func assemble(name string, include bool) string {
 		}
 		src = src[i+1:]
 	}
-	var out strings.Builder
+	src = placeholder.ReplaceAllStringFunc(src, func(m string) string {
+		v, ok := placeholders[m[2:len(m)-2]]
+		if !ok {
+			panic(fmt.Sprintf("rdb: %s: unknown placeholder %s", path, m))
+		}
+		return v
+	})
 	for len(src) > 0 {
 		line, rest, _ := strings.Cut(src, "\n")
 		if inc, ok := strings.CutPrefix(line, "--@include "); ok {
-			out.WriteString(assemble(inc, true))
+			if !seen[inc] {
+				seen[inc] = true
+				assembleFile("lua/include/"+inc+".lua", seen, out)
+			}
 		} else {
 			out.WriteString(line)
 			if len(rest) > 0 || strings.HasSuffix(src, "\n") {
@@ -83,13 +101,6 @@ func assemble(name string, include bool) string {
 		}
 		src = rest
 	}
-	return placeholder.ReplaceAllStringFunc(out.String(), func(m string) string {
-		v, ok := placeholders[m[2:len(m)-2]]
-		if !ok {
-			panic(fmt.Sprintf("rdb: %s: unknown placeholder %s", path, m))
-		}
-		return v
-	})
 }
 
 // lifeWrap wraps the text of a script that may start the queue's sequence

@@ -61,23 +61,37 @@ func headerOf(src string) string {
 }
 
 // The header is documentation, left out; an include is replaced by its
-// file, assembled the same way; a placeholder by its constant.
+// file, assembled the same way, once however many files include it, and
+// before the first; a placeholder by its constant.
 func TestAssemble(t *testing.T) {
-	src := assemble("enqueue", false)
+	src := assemble("enqueue")
 	if strings.HasPrefix(src, "--") {
 		t.Errorf("the header was kept:\n%.200s", src)
 	}
-	if !strings.Contains(src, "local MAXDUE = 9007199254740991") {
-		t.Error("the common include and its MAXDUE placeholder are not filled in")
+	if !strings.Contains(src, "if due > 9007199254740991 then due = 9007199254740991 end") {
+		t.Error("after's MAXDUE placeholder is not filled in")
 	}
 	if !strings.Contains(src, "local K_PREFIX = string.sub(ARGV[1], 1, -3)") {
-		t.Error("the keys include, which common includes, is missing")
+		t.Error("the keys include, which the helpers include, is missing")
+	}
+	// A helper that the script and other helpers include (new_member:
+	// enqueue, to_dead, sched_new) is defined once, after what it calls.
+	for _, name := range []string{"enqueue", "enqueue_many", "nack", "ack_many_claim", "register"} {
+		src := assemble(name)
+		for _, f := range []string{"next_seq", "new_member", "conc_promote", "waiting_end", "now_ms"} {
+			if n := strings.Count(src, "local function "+f+"("); n > 1 {
+				t.Errorf("%s: %s defined %d times", name, f, n)
+			}
+		}
+		if a, b := strings.Index(src, "local function next_seq("), strings.Index(src, "local function new_member("); b >= 0 && (a < 0 || a > b) {
+			t.Errorf("%s: new_member defined before next_seq, which it calls", name)
+		}
 	}
 	if w, life := lifeWrap(src); !life || !strings.HasSuffix(w, "return {NEW_LIFE, r}") {
 		t.Error("a script that takes sequence numbers is not wrapped to report a new life")
 	}
-	if _, life := lifeWrap(assemble("beat", false)); life {
-		t.Error("a script without the sequence (no common include) is wrapped")
+	if _, life := lifeWrap(assemble("beat")); life {
+		t.Error("a script without the sequence is wrapped")
 	}
 }
 

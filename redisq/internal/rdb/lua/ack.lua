@@ -8,8 +8,8 @@
 --
 -- KEYS: lease, stats; the item's hash and the lease's tombstone (done,
 --   touched only for a retained item, is read first)
---@include common
 --@include ack_one
+--@include now_ms
 
 local now = now_ms()
 return {ack_one(ARGV[2], ARGV[3], now, ARGV[4])}

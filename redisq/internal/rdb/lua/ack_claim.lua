@@ -5,14 +5,10 @@
 --
 -- KEYS: sched, lease, dead, wake, stats, seq, timer, late; the acked item's
 --   hash and its lease's tombstone
---@include common
---@include lateness
---@include rate
---@include conc
---@include occurrence
 --@include ack_one
+--@include claim_due
+--@include now_ms
 
 local now, frac = now_ms()
 if ack_one(ARGV[10], ARGV[11], now, ARGV[12]) == 0 then return {now, -2, 0} end
-local function claim_reply(out) return out end
---@include claim
+return claim_due(now, frac)

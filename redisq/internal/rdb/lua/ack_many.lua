@@ -7,7 +7,11 @@
 --
 -- KEYS: lease, stats; per lease, its item's hash and its tombstone (done,
 --   touched only for retained items, is read before the first write)
---@include common
+--@include keys
+--@include complete
+--@include conc_end
+--@include conc_of
+--@include now_ms
 
 local now = now_ms()
 local tp = string.sub(ARGV[1], 1, -3) .. 'a:'

@@ -8,12 +8,9 @@
 --
 -- KEYS: sched, lease, dead, wake, stats, seq, timer, late; per ack, its
 --   item's hash and its lease's tombstone
---@include common
---@include lateness
---@include rate
---@include conc
---@include occurrence
 --@include ack_one
+--@include claim_due
+--@include now_ms
 
 local now, frac = now_ms()
 -- Each ack reads its keys after the acks before it wrote: a key moved
@@ -22,8 +19,6 @@ local now, frac = now_ms()
 -- after its ack wrote).
 local acked = {}
 for j = 10, #ARGV, 3 do acked[#acked + 1] = ack_one(ARGV[j], ARGV[j + 1], now, ARGV[j + 2]) end
-local function claim_reply(out)
-  for _, a in ipairs(acked) do out[#out + 1] = a end
-  return out
-end
---@include claim
+local out = claim_due(now, frac)
+for _, a in ipairs(acked) do out[#out + 1] = a end
+return out

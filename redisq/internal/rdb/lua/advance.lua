@@ -16,8 +16,12 @@
 --
 -- KEYS: sched, seq, wake; the registration's hash and the item of each
 --   occurrence of the plan
---@include common
---@include rec
+--@include arm
+--@include fmt
+--@include now_ms
+--@include occ_add
+--@include rec_job
+--@include rec_key
 
 local R = rec_key(ARGV[2])
 local f = redis.call('HMGET', R, 'g', 'at', 'end', 'ps')

@@ -9,8 +9,11 @@
 --
 -- KEYS: sched, seq, wake, stats; the registration's hash and the item of
 --   each occurrence
---@include common
---@include rec
+--@include arm
+--@include now_ms
+--@include occ_add
+--@include rec_job
+--@include rec_key
 
 local R = rec_key(ARGV[2])
 local f = redis.call('HMGET', R, 'g', 'at')

@@ -9,7 +9,9 @@
 -- KEYS: the zset of the op (purge_s: sched and stats; purge_c: done and
 --   stats; mark and destroy_l: lease; destroy_s: sched; destroy_d: dead;
 --   destroy_c: done); the item hashes are found while running
---@include common
+--@include keys
+--@include waiting_end
+--@include waiting_of
 
 local op = ARGV[2]
 local lim = tonumber(ARGV[3])

@@ -12,7 +12,8 @@
 --
 -- KEYS: sched, dead, wake, stats, seq; the item hashes are found while
 --   running
---@include common
+--@include keys
+--@include now_ms
 --@include revive
 
 local op = ARGV[2]

@@ -3,7 +3,11 @@
 -- that removed the item returns {1}.
 --
 -- KEYS: sched, dead, stats; the item's hash and the request's reply key
---@include common
+--@include keys
+--@include done_gone
+--@include replay
+--@include waiting_end
+--@include waiting_of
 
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem')

@@ -24,12 +24,8 @@
 -- KEYS: sched, lease, dead, wake, stats, seq, timer, late; the item hashes,
 --   the limits and the logs of limited keys (rate.lua)
 --   are found while running
---@include common
---@include lateness
---@include rate
---@include conc
---@include occurrence
+--@include claim_due
+--@include now_ms
 
 local now, frac = now_ms()
-local function claim_reply(out) return out end
---@include claim
+return claim_due(now, frac)

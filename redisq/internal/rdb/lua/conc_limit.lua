@@ -11,7 +11,10 @@
 --
 -- KEYS: sched, wake, seq; the limits, the key's leased, waiting and
 --   given items (the waiting items' hashes are found while running)
---@include common
+--@include keys
+--@include conc_keys
+--@include conc_promote
+--@include now_ms
 
 local c = conc_keys(ARGV[2])
 local ws = {}

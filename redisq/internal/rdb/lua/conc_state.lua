@@ -4,7 +4,9 @@
 -- a place and due, waiting for a place}. Read only.
 --
 -- KEYS: the limits, and for each key its leased, waiting and given items
---@include common
+--@include keys
+--@include conc_keys
+--@include now_ms
 
 local now = now_ms()
 local out = {now}

@@ -2,7 +2,8 @@
 -- {2} not dead.
 --
 -- KEYS: sched, dead, wake, stats, seq; the item's hash
---@include common
+--@include keys
+--@include now_ms
 --@include revive
 
 local h = ARGV[1] .. ARGV[2]

@@ -5,7 +5,8 @@
 -- does not write.
 --
 -- KEYS: dead; the item hashes are found while running (read only)
---@include common
+--@include keys
+--@include now_ms
 
 local off, n = tonumber(ARGV[2]), tonumber(ARGV[3])
 local card = redis.call('ZCARD', K_DEAD)

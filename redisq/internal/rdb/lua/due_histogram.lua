@@ -3,7 +3,8 @@
 -- (now+(i-1)w, now+iw].
 --
 -- KEYS: sched
---@include common
+--@include keys
+--@include now_ms
 
 local now = now_ms()
 local w = tonumber(ARGV[2])

@@ -10,8 +10,20 @@
 -- KEYS: sched, wake, seq; the item's hash; the unique key's window, when
 --   there is a unique key (the item a debounced enqueue replaces is found
 --   while running)
---@include common
---@include rate
+--@include keys
+--@include after
+--@include arm_if_head
+--@include clamp_due
+--@include drop_waiting
+--@include job_fields
+--@include job_get
+--@include new_member
+--@include now_ms
+--@include rate_behind
+--@include rate_early
+--@include unique_take
+--@include window_holder
+--@include window_set
 
 local h = ARGV[1] .. ARGV[2]
 local u = 7 + 2 * tonumber(ARGV[6])

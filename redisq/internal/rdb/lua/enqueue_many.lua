@@ -13,8 +13,20 @@
 --
 -- KEYS: sched, wake, seq; each item's hash, and the window of each unique
 --   key (the items debounced items replace are found while running)
---@include common
---@include rate
+--@include keys
+--@include after
+--@include clamp_due
+--@include drop_waiting
+--@include job_fields
+--@include job_get
+--@include next_seq
+--@include now_ms
+--@include rate_behind
+--@include rate_early
+--@include rate_tail
+--@include unique_take
+--@include window_holder
+--@include window_set
 
 local now, frac = now_ms()
 local k = tonumber(ARGV[2])

@@ -7,14 +7,20 @@
 -- A usual extension moves the deadline later and costs one GET more.
 --
 -- KEYS: lease, timer, wake; the item's hash
---@include common
---@include lease_only
+--@include keys
+--@include after
+--@include conc_of
+--@include lease_read
+--@include timer_deadline
 
+local h = ARGV[1] .. ARGV[2]
+local lost, now, frac, mem, old, cf = lease_read(h, ARGV[3], 'mem', 'dl', 'cf')
+if lost then return {0} end
 local dl = after(now, frac, tonumber(ARGV[4]))
 -- The place of a concurrency limit is held until the new deadline.
-local c = conc_of(h, f[5])
-redis.call('ZADD', K_LEASE, 'XX', dl, f[4])
-if c then redis.call('ZADD', c.F, 'XX', dl, f[4]) end
+local c = conc_of(h, cf)
+redis.call('ZADD', K_LEASE, 'XX', dl, mem)
+if c then redis.call('ZADD', c.F, 'XX', dl, mem) end
 redis.call('HSET', h, 'dl', dl)
-if dl < tonumber(f[3]) and dl < timer_deadline() then redis.call('ZADD', K_WAKE, 0, 'w') end
+if dl < tonumber(old) and dl < timer_deadline() then redis.call('ZADD', K_WAKE, 0, 'w') end
 return {1, dl}

@@ -2,8 +2,9 @@
 -- payload.
 --
 -- KEYS: the item's hash (its zset is found while running; read only)
---@include common
---@include item
+--@include append_item
+--@include now_ms
+--@include zset_of
 
 local out = {(now_ms())}
 local f = redis.call('HMGET', ARGV[1] .. ARGV[2], 'st', 'mem')

@@ -3,8 +3,9 @@
 -- (HSTRLEN sizes it) when max is 0 or it is longer than ListBytes.
 --
 -- KEYS: the item's hash (its zset is found while running; read only)
---@include common
---@include item
+--@include append_item
+--@include now_ms
+--@include zset_of
 
 local out = {(now_ms())}
 local h = ARGV[1] .. ARGV[2]

@@ -6,7 +6,8 @@
 -- include/rate.lua). Read only.
 --
 -- KEYS: the limits, and for each key the keys of rate_limit.lua
---@include common
+--@include keys
+--@include now_ms
 
 local now, frac = now_ms()
 local nowus = now * 1000 + frac

@@ -10,8 +10,10 @@
 --
 -- KEYS: the state's zset; the item hashes are found while running (read
 --   only)
---@include common
---@include item
+--@include append_item
+--@include job_fields
+--@include now_ms
+--@include zset_of
 
 local z = zset_of(ARGV[2])
 local off = tonumber(ARGV[3])

@@ -7,24 +7,37 @@
 --
 -- KEYS: sched, lease, dead, wake, stats, seq; the item's hash and the
 --   request's reply key
---@include common
---@include lease
+--@include keys
+--@include after
+--@include backoff
+--@include conc_end
+--@include conc_of
+--@include done_gone
+--@include enc
+--@include lease_read
+--@include policy
+--@include replay
+--@include to_dead
+--@include to_sched
 
-local c = conc_of(h, f[12])
-redis.call('ZREM', K_LEASE, f[4])
-conc_end(c, h, f[4], now)
+local h = ARGV[1] .. ARGV[2]
+local lost, now, frac, mem, att, can, ma, bb, bx, cf = lease_read(h, ARGV[3], 'mem', 'att', 'can', 'ma', 'bb', 'bx', 'cf')
+if lost then return replay(lost.rq, lost.rr, not lost.st) or {0} end
+local c = conc_of(h, cf)
+redis.call('ZREM', K_LEASE, mem)
+conc_end(c, h, mem, now)
 redis.call('HINCRBY', K_STATS, 'nacked', 1)
-if f[6] == '1' then
+if can == '1' then
   redis.call('DEL', h)
   redis.call('HINCRBY', K_STATS, 'cancelled', 1)
   return done_gone({3})
 end
-local att = tonumber(f[5]) or 0
-local maxatt, base, bmax = policy(f[9], f[10], f[11], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+att = tonumber(att) or 0
+local maxatt, base, bmax = policy(ma, bb, bx, tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
 if maxatt > 0 and att >= maxatt then
   local why = 'max attempts: nacked'
   if ARGV[8] and ARGV[8] ~= '' then why = 'max attempts: ' .. ARGV[8] end
-  to_dead(h, f[4], now, why, 'rq', ARGV[9], 'rr', '2')
+  to_dead(h, mem, now, why, 'rq', ARGV[9], 'rr', '2')
   return {2}
 end
 local delay = tonumber(ARGV[4])

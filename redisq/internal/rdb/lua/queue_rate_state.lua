@@ -7,8 +7,10 @@
 -- Output: {now µs, N (0: no limit), PER µs, claims in the window (now -
 --   PER, now], the oldest of them (µs, 0: none), when the window has room
 --   for a claim (µs: now while fewer than N)}
---@include common
---@include rate
+--@include keys
+--@include now_ms
+--@include queue_rate_read
+--@include rate_room
 
 local now, frac = now_ms()
 local nowus = now * 1000 + frac

@@ -14,7 +14,8 @@
 -- KEYS: sched, wake, seq; the limits, the key's waiting items, the items
 --   to let go and the last slot of one that waits again (the waiting
 --   items' hashes are found while running)
---@include common
+--@include keys
+--@include now_ms
 
 local W, X, R = K_PREFIX .. 'rw:' .. ARGV[2], K_PREFIX .. 'rx:' .. ARGV[2], K_PREFIX .. 'rr:' .. ARGV[2]
 local first = ARGV[5] == '1'

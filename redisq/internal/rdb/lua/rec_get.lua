@@ -2,8 +2,7 @@
 -- {now, registration} with the payload, or {now} when not found.
 --
 -- KEYS: the registration's hash (its item is found while running; read only)
---@include common
---@include rec
+--@include now_ms
 --@include reg_out
 
 local out = {(now_ms())}

@@ -6,8 +6,8 @@
 --
 -- KEYS: recs, recx; the registrations' hashes and their items are found
 --   while running (read only)
---@include common
---@include rec
+--@include keys
+--@include now_ms
 --@include reg_out
 
 local start = '-'

@@ -7,8 +7,13 @@
 --
 -- KEYS: sched, stats; the registration's hash, recx (the item of its
 --   last occurrence is found while running)
---@include common
---@include rec
+--@include keys
+--@include changed
+--@include enc
+--@include fmt
+--@include now_ms
+--@include rec_key
+--@include replay
 
 local R = rec_key(ARGV[2])
 local f = redis.call('HMGET', R, 'g', 'id', 'ps', 'rq', 'rr')

@@ -9,8 +9,15 @@
 --
 -- KEYS: sched, wake, stats, seq; the registration's hash, recx, the item
 --   of ARGV[4]
---@include common
---@include rec
+--@include arm
+--@include changed
+--@include enc
+--@include fmt
+--@include now_ms
+--@include occ_add
+--@include rec_job
+--@include rec_key
+--@include replay
 
 local R = rec_key(ARGV[2])
 local f = redis.call('HMGET', R, 'g', 'at', 'ps', 'rq', 'rr')

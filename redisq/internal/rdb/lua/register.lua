@@ -17,8 +17,17 @@
 --
 -- KEYS: sched, wake, stats, seq; the registration's hash, recs, recx, and
 --   the items of ARGV[8] and ARGV[10]
---@include common
---@include rec
+--@include keys
+--@include arm
+--@include changed
+--@include enc
+--@include fmt
+--@include job_fields
+--@include now_ms
+--@include occ_add
+--@include rec_job
+--@include rec_key
+--@include replay
 
 local R = rec_key(ARGV[2])
 local f = redis.call('HMGET', R, 's', 'p', 'cu', 'v', 'g', 'id', 'at', 'pv', 'rq', 'rr', 'ps')

@@ -27,27 +27,37 @@
 -- due after it, and behind the items due at the same millisecond. The
 -- rate logs (the limit key's, the queue's) are found while running and
 -- read before the first write (see the key layout).
---@include common
---@include lease
---@include rate
+--@include keys
+--@include after
+--@include conc_end
+--@include conc_of
+--@include done_gone
+--@include enc
+--@include lease_read
+--@include rate_logs_of
+--@include replay
+--@include to_sched
 
+local h = ARGV[1] .. ARGV[2]
+local lost, now, frac, mem, att, can, cf = lease_read(h, ARGV[3], 'mem', 'att', 'can', 'cf')
+if lost then return replay(lost.rq, lost.rr, not lost.st) or {0} end
 local snooze = tonumber(ARGV[4]) >= 0
-local refund = snooze and f[6] ~= '1' and rate_logs_of(h, f[4])
-local c = conc_of(h, f[12])
-redis.call('ZREM', K_LEASE, f[4])
-conc_end(c, h, f[4], now)
-if f[6] == '1' then
+local refund = snooze and can ~= '1' and rate_logs_of(h, mem)
+local c = conc_of(h, cf)
+redis.call('ZREM', K_LEASE, mem)
+conc_end(c, h, mem, now)
+if can == '1' then
   redis.call('DEL', h)
   redis.call('HINCRBY', K_STATS, 'cancelled', 1)
   return done_gone({3})
 end
-local att = (tonumber(f[5]) or 1) - 1
+att = (tonumber(att) or 1) - 1
 if att < 0 then att = 0 end
 local due
 if snooze then
   due = after(now, frac, tonumber(ARGV[4]))
   for _, L in ipairs(refund or {}) do
-    redis.call('ZREM', L, f[4])
+    redis.call('ZREM', L, mem)
     -- Room in the queue's window, which consumers may wait for: one
     -- claims.
     if L == K_QLOG then redis.call('ZADD', K_WAKE, 0, 'w') end

@@ -4,7 +4,13 @@
 -- attempts reset to 0.
 --
 -- KEYS: sched, dead, wake, stats, seq; the item's hash
---@include common
+--@include keys
+--@include after
+--@include clamp_due
+--@include now_ms
+--@include to_sched
+--@include unsched
+--@include waiting_of
 
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem')

@@ -12,9 +12,16 @@
 -- KEYS: sched, dead, wake, stats, seq; the item's hash, and for an id that
 --   names an occurrence (ARGV[3] not empty) the registration's hash and the
 --   extra run's item
---@include common
---@include rec
+--@include keys
+--@include arm
+--@include fmt
+--@include now_ms
+--@include occ_add
+--@include rec_job
+--@include rec_key
 --@include revive
+--@include to_sched
+--@include unsched
 
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem', 'due', 'p', 'wt', 'cq')

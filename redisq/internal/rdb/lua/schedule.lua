@@ -6,7 +6,17 @@
 -- run's reply.
 --
 -- KEYS: sched, dead, wake, stats, seq; the item's hash
---@include common
+--@include keys
+--@include after
+--@include clamp_due
+--@include enc
+--@include job_fields
+--@include now_ms
+--@include replay
+--@include sched_new
+--@include to_sched
+--@include unsched
+--@include waiting_of
 
 local h = ARGV[1] .. ARGV[2]
 local f = redis.call('HMGET', h, 'st', 'mem', 'rq', 'rr')

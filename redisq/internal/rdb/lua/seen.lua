@@ -3,8 +3,9 @@
 -- Registration.Seen). Returns {the number recorded}.
 --
 -- KEYS: the hashes of the registrations ARGV[2...]
---@include common
---@include rec
+--@include fmt
+--@include now_ms
+--@include rec_key
 
 local now = now_ms()
 local n = 0

@@ -5,7 +5,8 @@
 --
 -- KEYS: sched, lease, dead, stats, seq, late (done, read only, is not
 --   declared: most queues have none)
---@include common
+--@include keys
+--@include now_ms
 
 local now = now_ms()
 local head = redis.call('ZRANGE', K_SCHED, 0, 0, 'WITHSCORES')

@@ -2,7 +2,8 @@
 -- else {now, the id whose enqueue took it, ms left}. Read only.
 --
 -- KEYS: the window's key
---@include common
+--@include keys
+--@include now_ms
 
 local now = now_ms()
 local k = K_PREFIX .. 'u:' .. ARGV[2]

@@ -5,8 +5,13 @@
 --
 -- KEYS: sched, stats; the registration's hash, recs, recx, and the request's
 --   reply key
---@include common
---@include rec
+--@include keys
+--@include changed
+--@include done_gone
+--@include rec_key
+--@include replay
+--@include waiting_end
+--@include waiting_of
 
 local R = rec_key(ARGV[2])
 local id = redis.call('HGET', R, 'id')

@@ -2,6 +2,10 @@
 -- an ack of it already ran: its tombstone is there), 0 when the lease is
 -- lost. An item whose job keeps it (ret) is completed with the result res
 -- (complete), unless it was cancelled in flight; any other is deleted.
+--@include keys
+--@include conc_of
+--@include conc_end
+--@include complete
 
 local function ack_one(id, tok, now, res)
   local h = ARGV[1] .. id

@@ -2,8 +2,11 @@
 -- name's fields (name, s, cu, v, ct, ut, g, at, pv, end, id, rn, sn, ps, the
 -- state and due time of the item of id, payload size, payload or an empty
 -- string, the job fields, the occurrence policy op, and the skips: sk, ls,
--- lw, see include/occurrence.lua) to out, or nothing when its hash is missing. Its hash and that
--- item's are found while running; the scripts using it do not write.
+-- lw, see occ_read) to out, or nothing when its hash is missing. Its hash
+-- and that item's are found while running; the scripts using it do not
+-- write.
+--@include rec_key
+--@include job_fields
 
 local function reg_out(out, name, withp)
   local R = rec_key(name)

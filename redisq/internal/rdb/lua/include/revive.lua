@@ -1,5 +1,8 @@
--- revive(h, id, mem, now, st): a dead (or, with st 'c', completed) item goes back to
--- sched, due now, with attempts reset.
+-- revive(h, id, mem, now, st): a dead (or, with st 'c', completed) item
+-- goes back to sched, due now, with attempts reset.
+--@include keys
+--@include unsched
+--@include to_sched
 
 local function revive(h, id, mem, now, st)
   unsched(h, st or 'd', mem)

@@ -1,11 +1,8 @@
 -- append_item(out, id, score, withp): it appends one item's fields to out
 -- in the order itemStride (inspect.go) documents, and returns the index of
 -- its payload size. The lease token is never read.
+--@include job_fields
 
-local function zset_of(st)
-  if st == 's' then return K_SCHED elseif st == 'l' then return K_LEASE elseif st == 'c' then return K_DONE end
-  return K_DEAD
-end
 local function append_item(out, id, score, withp)
   local h = ARGV[1] .. id
   local f = redis.call('HMGET', h, 'st', 'due', 'att', 'dl', 'enq', 'can', 'why', 'wt', 'cq')

@@ -22,21 +22,25 @@
 --
 -- The registration's hash, its set and the items the set names are found
 -- while running: occ_read reads them, before the claim's first write.
+--
+-- occ_read(occs, op, id, now) parses op, the policy of occurrence item id
+-- (nil when it is not one), and reads its registration's state at now ms
+-- once per claim (occs: registration name -> state, which occ_write
+-- writes): {R, RN, exists, live (another occurrence runs), stale (ids to
+-- drop), add (ids leased now), skips}. Returns overlap, window (ms or
+-- nil), state.
+--@include keys
+--@include rec_key
 
-local OCC = {}
--- occ_read parses op, the policy of occurrence item id (nil when it is
--- not one), and reads its registration's state at now ms: {R, RN,
--- exists, live (another occurrence runs), stale (ids to drop), add (ids
--- leased now), skips}. Returns overlap, window (ms or nil), state.
-local function occ_read(op, id, now)
+local function occ_read(occs, op, id, now)
   local o, w = string.match(op, '^(%d),(%d*)$')
   local name = string.match(id, '^rec:(.*)@[^@]*$')
   if not o or not name then return nil end
-  local r = OCC[name]
+  local r = occs[name]
   if not r then
-    r = {R = K_PREFIX .. 'rec:' .. name, RN = K_PREFIX .. 'rn:' .. name, live = {}, stale = {}, add = {}, skips = 0}
+    r = {R = rec_key(name), RN = K_PREFIX .. 'rn:' .. name, live = {}, stale = {}, add = {}, skips = 0}
     r.exists = redis.call('HEXISTS', r.R, 'g') == 1
-    OCC[name] = r
+    occs[name] = r
   end
   if o == '1' and not r.read then
     r.read = true
@@ -54,44 +58,4 @@ local function occ_read(op, id, now)
     end
   end
   return o == '1', tonumber(w), r
-end
--- occ_skip decides whether the first start of occurrence id (its
--- occ_read) at now, due since score, is skipped: 'late', 'overlap' or nil.
-local function occ_skip(overlap, window, r, id, score, now)
-  if window and now - score > window then return 'late' end
-  if overlap then
-    for x in pairs(r.live) do
-      if x ~= id then return 'overlap' end
-    end
-  end
-  return nil
-end
--- occ_started records that the claim leases occurrence id of r (its
--- member mem), under Overlap: the later starts of this claim see it run.
-local function occ_started(r, id, mem, dl)
-  r.live[id], r.add[#r.add + 1] = true, mem
-  if not r.dl or dl > r.dl then r.dl = dl end
-end
--- occ_skipped records a skip of occurrence id of r for why.
-local function occ_skipped(r, id, why)
-  r.skips = r.skips + 1
-  r.last, r.why = id, why
-end
--- occ_write writes what occ_started and occ_skipped recorded.
-local function occ_write(now)
-  local n = 0
-  for _, r in pairs(OCC) do
-    n = n + r.skips
-    if #r.stale > 0 then redis.call('SREM', r.RN, unpack(r.stale)) end
-    if #r.add > 0 then
-      redis.call('SADD', r.RN, unpack(r.add))
-      local ttl = r.dl - now + 60000
-      if redis.call('PTTL', r.RN) < ttl then redis.call('PEXPIRE', r.RN, ttl) end
-    end
-    if r.exists and r.skips > 0 then
-      redis.call('HINCRBY', r.R, 'sk', r.skips)
-      redis.call('HSET', r.R, 'ls', r.last, 'lw', r.why)
-    end
-  end
-  if n > 0 then redis.call('HINCRBY', K_STATS, 'skipped', n) end
 end

@@ -7,6 +7,7 @@
 -- capped at LATE_CAP, numbers go to Redis formatted "%d" (never "1e+17"),
 -- and the sum saturates at the int64 maximum instead of failing HINCRBY
 -- with an overflow (redis.pcall; no extra command unless it overflows).
+--@include keys
 
 local late_bounds = {{{LATE_BOUNDS}}}
 local function record_lateness(due, k, now)

@@ -1,0 +1,21 @@
+-- An item waiting for its rate slot (see rate_read) has the field wt and
+-- its member in its limit key's waiting indexes, rw:KEY (and rx:KEY while
+-- a change of limit lets them go); one waiting for a place under a
+-- concurrency limit, or given one, has the field cq and its member in
+-- cq:KEY or cp:KEY (see conc_keys). A script that takes a scheduled item
+-- out of sched calls waiting_of(h) with its reads, before its first write,
+-- since it reads the indexes, found while running: it returns the item's
+-- indexes, or nil when the item waits for nothing. waiting_end then takes
+-- the item out of them.
+--@include keys
+--@include conc_of
+
+local function waiting_of(h)
+  local f = redis.call('HMGET', h, 'wt', 'lk', 'cq')
+  if not f[1] and not f[3] then return nil end
+  local key = f[2] or ''
+  local w = {K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rx:' .. key}
+  redis.call('EXISTS', w[1], w[2])
+  if f[3] then w.c = conc_of(h, f[3]) end
+  return w
+end
