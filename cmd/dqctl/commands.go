@@ -120,7 +120,7 @@ func queuesFlags(fs *flag.FlagSet, e *env) {
 	fs.BoolVar(&e.scan, "scan", false, "SCAN the whole keyspace for every queue, those missing from the registry "+redisq.RegistryKey+
 		" too (written by an older version or by hand); its cost grows with the number of keys on the server: seconds for millions")
 	fs.StringVar(&e.sort, "sort", "name", "order the queues by `key`: "+sortNames()+"; but for name, the largest first, so that the sick queue comes first "+
-		"(failed: the share of deliveries not acked since the queue was created)")
+		"(failed: the share of deliveries not acked since the queue was created, snoozes left out)")
 	fs.BoolVar(&e.partitions, "partitions", false, "list the partitions of each partitioned queue, indented under it "+
 		"(a partitioned queue is one row, NAME (3 partitions), with their sums; -json always lists them)")
 }
@@ -157,7 +157,8 @@ type queueInfo struct {
 
 // queueHealth is what tells the sick queue in "queues": how long its
 // oldest due item has waited, since when it is paused, and the counters
-// of its failed deliveries (since the queue was created).
+// of its failed deliveries (since the queue was created), and of its
+// snoozed ones, which are no failures.
 type queueHealth struct {
 	OldestOverdueSeconds float64   `json:"oldest_overdue_seconds"`
 	PausedSince          time.Time `json:"paused_since,omitzero"`
@@ -166,6 +167,7 @@ type queueHealth struct {
 	Nacked               int64     `json:"nacked"`
 	Expired              int64     `json:"expired"`
 	DeadLettered         int64     `json:"dead_lettered"`
+	Snoozed              int64     `json:"snoozed"`
 
 	overdue time.Duration
 	now     time.Time // Redis TIME of its stats
@@ -180,18 +182,20 @@ type queueLine struct {
 func infoOf(name string, st redisq.Stats) queueLine {
 	c := st.StatsCounters
 	return queueLine{queueInfo{name, st.Scheduled, st.DueBacklog, st.InFlight, st.Dead, st.Completed, st.Paused},
-		queueHealth{st.OldestOverdue.Seconds(), st.PausedSince, c.Delivered, c.Acked, c.Nacked, c.Expired, c.DeadLettered, st.OldestOverdue, st.Now}}
+		queueHealth{st.OldestOverdue.Seconds(), st.PausedSince, c.Delivered, c.Acked, c.Nacked, c.Expired, c.DeadLettered, c.Snoozed, st.OldestOverdue, st.Now}}
 }
 
 // failed is the share of the deliveries that were not acked (nacked,
-// expired, dead-lettered or handed back), those in flight aside; ok is
-// false before the first delivery.
+// expired, dead-lettered or handed back), those in flight aside, and
+// those a handler gave back with Snooze ("not now", no failure) left
+// out; ok is false before the first delivery not snoozed.
 func (l queueLine) failed() (share float64, ok bool) {
-	if l.Delivered <= 0 {
+	d := l.Delivered - max(l.Snoozed, 0)
+	if d <= 0 {
 		return 0, false
 	}
-	n := max(0, min(l.Delivered, l.Delivered-l.Acked-l.InFlight))
-	return float64(n) / float64(l.Delivered), true
+	n := max(0, min(d, d-l.Acked-l.InFlight))
+	return float64(n) / float64(d), true
 }
 
 // failedCell is the FAILED cell: "12.5%", or "-" before any delivery.

@@ -169,6 +169,8 @@ func printStats(w io.Writer, label, where string, st redisq.Stats, prev *redisq.
 		{"rescheduled", c.Rescheduled, func(c *redisq.StatsCounters) int64 { return c.Rescheduled }},
 		{"requeued", c.Requeued, func(c *redisq.StatsCounters) int64 { return c.Requeued }},
 		{"deleted", c.Deleted, func(c *redisq.StatsCounters) int64 { return c.Deleted }},
+		{"skipped", c.Skipped, func(c *redisq.StatsCounters) int64 { return c.Skipped }},
+		{"snoozed", c.Snoozed, func(c *redisq.StatsCounters) int64 { return c.Snoozed }},
 	}
 	var parts []string
 	for _, k := range counters {

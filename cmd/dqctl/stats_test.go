@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dq-go/delayqueue/redisq"
 )
@@ -56,4 +59,48 @@ func TestLatenessQuantiles(t *testing.T) {
 	if strings.Contains(r.stdout, "<=") {
 		t.Errorf("a bound given for a quantile:\n%s", r.stdout)
 	}
+}
+
+// TestSnoozed: stats counts the leases handlers gave back with Snooze
+// (and the skipped occurrences) with the other counters, and queues
+// leaves them out of FAILED: a snooze is "not now", no failure.
+func TestSnoozed(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	naps, err := redisq.New(ctx, f.c, "naps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer naps.Close()
+	for i := range 4 {
+		if err := naps.Enqueue(ctx, fmt.Sprint("n", i), nil, time.Unix(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := naps.TakeBatch(ctx, 4)
+	if err != nil || len(ms) != 4 {
+		t.Fatalf("took %d, %v", len(ms), err)
+	}
+	// 4 deliveries: 1 acked, 2 snoozed, 1 nacked: 1 of the 2 that were
+	// not snoozes failed.
+	if err := ms[0].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[1:3] {
+		if _, err := m.Snooze(ctx, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ms[3].Nack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := []string{"-redis", f.addr}
+	dqctl(t, "", append(a, "stats", "naps")...).want(t, exitOK, "skipped 0, snoozed 2\n")
+	dqctl(t, "", append(a, "stats", "-json", "naps")...).want(t, exitOK, `"snoozed": 2`)
+	r := dqctl(t, "", append(a, "queues")...)
+	r.want(t, exitOK)
+	if !regexp.MustCompile(`(?m)^naps +3 .* 1 +0 +50\.0%$`).MatchString(r.stdout) {
+		t.Errorf("the row of naps: want FAILED 50.0%% (1 of the 2 deliveries not snoozed)\n%s", r.stdout)
+	}
+	dqctl(t, "", append(a, "queues", "-json")...).want(t, exitOK, `"snoozed": 2`)
 }
