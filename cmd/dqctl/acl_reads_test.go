@@ -40,7 +40,7 @@ var readRuns = map[string][]readRun{
 		{[]string{"show", "-json", "orders", "d1"}, []string{`"dead_reason": "max attempts: smtp 550"`}}, {[]string{"show", "parts", "p1"}, []string{"scheduled"}}},
 	"reasons": {{[]string{"reasons", "orders"}, []string{`"bad address"`}}},
 	"unique":  {{[]string{"unique", "orders", "tenant"}, []string{`unique key "tenant": held by item "u1"`}}},
-	"limits": {{[]string{"limits", "limited"}, []string{`"r"`, "1 per 1h0m0s", `"c"`}},
+	"limits": {{[]string{"limits", "limited"}, []string{"QUEUE RATE LIMIT", "5 per 1m0s", "2/5", `"r"`, "1 per 1h0m0s", `"c"`}},
 		{[]string{"limits", "limited", "c"}, []string{`"c"`, "1/1"}}},
 	"recurring": {{[]string{"recurring", "orders"}, []string{`hourly  "every 1h0m0s"  in `}},
 		{[]string{"recurring", "-json", "orders"}, []string{`"name": "hourly"`}}},
@@ -75,7 +75,8 @@ func TestACLEveryRead(t *testing.T) {
 		}
 	}
 	// A completed item, a unique window, a registration and a live
-	// worker in orders; a partitioned queue; limits with waiting items.
+	// worker in orders; a partitioned queue; limits with waiting items,
+	// and the queue's own rate limit, with its claims.
 	complete(t, f.q, "c1", redisq.Job{Kind: "refund", Retention: time.Hour}, []byte(`{"ok":true}`))
 	_, err := f.q.Add(ctx, redisq.EnqueueItem{ID: "u1", After: time.Hour, Job: redisq.Job{UniqueKey: "tenant", UniqueFor: time.Hour}})
 	must(err)
@@ -93,6 +94,7 @@ func TestACLEveryRead(t *testing.T) {
 	defer lim.Close()
 	must(lim.SetRateLimit(ctx, "r", redisq.RateLimit{N: 1, Per: time.Hour}))
 	must(lim.SetConcurrencyLimit(ctx, "c", 1))
+	must(lim.SetQueueRateLimit(ctx, redisq.RateLimit{N: 5, Per: time.Minute}))
 	for i := range 3 {
 		for _, k := range []string{"r", "c"} {
 			_, err := lim.Add(ctx, redisq.EnqueueItem{ID: fmt.Sprint(k, i), At: time.Unix(1, 0), Job: redisq.Job{LimitKey: k}})
@@ -151,7 +153,8 @@ func TestACLEveryRead(t *testing.T) {
 			code, body := httpGet(t, http.DefaultClient, u)
 			stop()
 			for _, w := range []string{`redisq_up{queue="orders"} 1`, `redisq_up{queue="limited"} 1`, `redisq_recurring_registrations{queue="orders"} 1`,
-				`redisq_rate_limit_waiting_items{key="r",queue="limited"} 2`, `redisq_concurrency_waiting_items{key="c",queue="limited"} 2`} {
+				`redisq_rate_limit_waiting_items{key="r",queue="limited"} 2`, `redisq_concurrency_waiting_items{key="c",queue="limited"} 2`,
+				`redisq_queue_rate_limit_claims{queue="limited"} 5`, `redisq_queue_rate_limit_used_claims{queue="limited"} 2`} {
 				if !strings.Contains(body, w) {
 					t.Errorf("metrics as %s lack %s", user, w)
 				}

@@ -143,7 +143,8 @@ func TestACLRules(t *testing.T) {
 		before := stats()
 		for _, args := range [][]string{{"purge", "-yes", "orders", "dead"}, {"requeue", "orders", "d1"}, {"requeue", "-yes", "-all", "orders"},
 			{"delete-dead", "-yes", "-all", "orders"}, {"delete", "orders", "s1"},
-			{"pause", "orders"}, {"destroy", "-yes", "orders"}, {"register", "orders", "x", "every 1h"}, {"unregister", "-yes", "orders", "hourly"}} {
+			{"pause", "orders"}, {"destroy", "-yes", "orders"}, {"register", "orders", "x", "every 1h"}, {"unregister", "-yes", "orders", "hourly"},
+			{"rate-limit", "orders", "k", "1/1s"}, {"concurrency-limit", "orders", "k", "1"}, {"queue-rate-limit", "orders", "1/1s"}} {
 			r := dqctl(t, "", append(a, args...)...)
 			if r.code != exitError || !strings.Contains(r.stderr, "can't run this command") && !strings.Contains(r.stderr, "NOPERM") {
 				t.Errorf("%v as dqreader: exit %d\n%s", args, r.code, r.stderr)
@@ -155,7 +156,8 @@ func TestACLRules(t *testing.T) {
 				t.Errorf("%v as dqreader printed %q before its error", args, r.stdout)
 			}
 		}
-		if after := stats(); after.Dead != before.Dead || after.Scheduled != before.Scheduled || after.Paused {
+		if after := stats(); after.Dead != before.Dead || after.Scheduled != before.Scheduled || after.Paused ||
+			after.RateLimits != 0 || after.ConcurrencyLimits != 0 || after.QueueRateLimit.N != 0 {
 			t.Errorf("dqreader changed the queue: %+v", after)
 		}
 		if regs, err := f.q.Registrations(ctx); err != nil || len(regs) != 1 {
@@ -451,17 +453,21 @@ func TestACLRules(t *testing.T) {
 		dqctl(t, "", append(a, "register", "orders", "gone", "every 1h")...).want(t, exitOK, `created registration "gone"`)
 		dqctl(t, "", append(a, "recurring", "orders")...).want(t, exitOK, "2 registrations")
 		dqctl(t, "", append(a, "unregister", "-yes", "orders", "gone")...).want(t, exitOK, `unregistered "gone"`)
+		dqctl(t, "", append(a, "queue-rate-limit", "orders", "10/1s")...).want(t, exitOK, `queue "orders": rate limit 10 per 1s`)
+		dqctl(t, "", append(a, "limits", "orders")...).want(t, exitOK, "QUEUE RATE LIMIT", "10 per 1s")
+		dqctl(t, "", append(a, "queue-rate-limit", "orders", "none")...).want(t, exitOK, `queue "orders": no rate limit of its own`)
 
 		// The dashboard's actions.
 		u, stop := serving(t, append(a, "serve", "-listen", "127.0.0.1:0")...)
 		defer stop()
-		for _, form := range []url.Values{{"op": {"purge"}, "state": {"scheduled"}}, {"op": {"pause"}}, {"op": {"resume"}}, {"op": {"unregister"}, "reg": {"op"}}} {
+		for _, form := range []url.Values{{"op": {"purge"}, "state": {"scheduled"}}, {"op": {"pause"}}, {"op": {"resume"}}, {"op": {"unregister"}, "reg": {"op"}},
+			{"op": {"queue-rate-limit"}, "rate": {"3/1s"}}, {"op": {"queue-rate-limit"}, "rate": {"none"}}} {
 			form.Set("q", "orders")
 			if code, body := dashboardAction(t, u, form); code != http.StatusOK {
 				t.Errorf("dashboard %s as dqoperator: %d\n%s", form.Get("op"), code, body)
 			}
 		}
-		if st := stats(); st.Scheduled != 0 || st.Paused {
+		if st := stats(); st.Scheduled != 0 || st.Paused || st.QueueRateLimit.N != 0 {
 			t.Errorf("after purge and pause/resume: %+v", st)
 		}
 		if regs, err := f.q.Registrations(ctx); err != nil || len(regs) != 0 {
@@ -472,16 +478,19 @@ func TestACLRules(t *testing.T) {
 
 	// Limits: the operator sets them, the producer enqueues and cancels
 	// under them, the consumer claims, acks and nacks under them, and the
-	// operator removes them while items wait.
+	// operator removes them while items wait. The queue's own rate limit:
+	// the operator sets it, the consumer claims under it and snoozes a
+	// claim (which gives it back to the window), the reader reads it.
 	t.Run("limits", func(t *testing.T) {
-		open := func(user string) *redisq.Queue {
-			q, err := redisq.New(ctx, client(user), "limited", redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
+		openAs := func(user, name string) *redisq.Queue {
+			q, err := redisq.New(ctx, client(user), name, redisq.WithEvictionCheck(redisq.EvictionIgnore), redisq.WithoutRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = q.Close() })
 			return q
 		}
+		open := func(user string) *redisq.Queue { return openAs(user, "limited") }
 		op, prod, cons := open("dqoperator"), open("dqproducer"), open("dqconsumer")
 		must := func(err error) {
 			t.Helper()
@@ -517,5 +526,35 @@ func TestACLRules(t *testing.T) {
 		must(op.SetRateLimit(ctx, "r", redisq.RateLimit{}))
 		must(op.SetConcurrencyLimit(ctx, "c", 0))
 		dqctl(t, "", append(as("dqreader"), "limits", "limited")...).want(t, exitOK, "has no rate or concurrency limit")
+
+		qprod, qcons := openAs("dqproducer", "whole"), openAs("dqconsumer", "whole")
+		for i := range 3 {
+			_, err := qprod.Add(ctx, redisq.EnqueueItem{ID: fmt.Sprint("w", i), At: time.Unix(1, 0)})
+			must(err)
+		}
+		dqctl(t, "", append(as("dqoperator"), "queue-rate-limit", "whole", "2/1h")...).want(t, exitOK, `queue "whole": rate limit 2 per 1h0m0s`)
+		ms, err = qcons.TakeBatch(ctx, 10)
+		must(err)
+		if len(ms) != 2 {
+			t.Fatalf("took %d under 2 per 1h", len(ms))
+		}
+		_, err = ms[0].Snooze(ctx, time.Hour)
+		must(err)
+		must(ms[1].Ack(ctx))
+		dqctl(t, "", append(as("dqreader"), "limits", "whole")...).want(t, exitOK, "QUEUE RATE LIMIT", "2 per 1h0m0s", "1/2")
+		// The snooze gave its claim back: the third item is claimed.
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		m, err := qcons.Take(tctx)
+		cancel()
+		must(err)
+		must(m.Ack(ctx))
+		dqctl(t, "", append(as("dqreader"), "stats", "whole")...).want(t, exitOK, "snoozed 1")
+		dqctl(t, "", append(as("dqoperator"), "queue-rate-limit", "whole", "none")...).want(t, exitOK, "no rate limit of its own")
+		whole, err := redisq.New(ctx, f.c, "whole")
+		must(err)
+		defer whole.Close()
+		if r, err := whole.Audit(ctx); err != nil || !r.OK() {
+			t.Fatalf("audit: %v %v", err, r.Problems)
+		}
 	})
 }

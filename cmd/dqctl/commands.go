@@ -50,9 +50,12 @@ func commands() []command {
 		{name: "unique", args: "QUEUE KEY", help: "show a unique key's window (redisq Unique and Debounce): the item whose enqueue took it and when it ends; " +
 			"an enqueue of the key meanwhile is refused (Unique) or replaces that item while it waits (Debounce); -release ends the window now",
 			min: 2, max: 2, flags: uniqueFlags, run: cmdUnique},
-		{name: "limits", args: "QUEUE [KEY]", help: "list the queue's rate limits (redisq Queue.SetRateLimit), one limit key's with KEY: the limit, " +
+		{name: "limits", args: "QUEUE [KEY]", help: "list the rate limit of the whole queue (redisq Queue.SetQueueRateLimit), when it has one: " +
+			"the limit, the claims of its items in the window that ends now and when the next may be made; " +
+			"then its keys' rate limits (Queue.SetRateLimit): the limit, " +
 			"the claims in the window that ends now, when the next may be made, the items waiting for a slot and the last slot given; " +
-			"then its concurrency limits (Queue.SetConcurrencyLimit): the limit, the items leased and the items waiting for a place",
+			"then their concurrency limits (Queue.SetConcurrencyLimit): the limit, the items leased and the items waiting for a place; " +
+			"with KEY, that limit key's alone",
 			min: 1, max: 2, run: cmdLimits},
 		{name: "concurrency-limit", args: "QUEUE KEY K|none", help: "set the concurrency limit of the items whose limit key is KEY (\"\" for those without one): " +
 			"at most K of them leased at once, across every process; none removes it and lets the waiting items go",
@@ -60,6 +63,10 @@ func commands() []command {
 		{name: "rate-limit", args: "QUEUE KEY N/PER|none", help: "set the rate limit of the items whose limit key is KEY (\"\" for those without one): " +
 			"at most N claims in any PER (100/1m), by the Redis clock; none removes it. Waiting items wait again under the new limit only if they must",
 			min: 3, max: 3, run: cmdRateLimit, write: true},
+		{name: "queue-rate-limit", args: "QUEUE N/PER|none", help: "set the rate limit of the whole queue: at most N claims of its items in any PER (100/1m), " +
+			"whatever their limit keys (whose own limits hold too), by the Redis clock; none removes it. While its window is full nothing is claimed: " +
+			"the due items stay due, in order, and no item waits for a slot",
+			min: 2, max: 2, run: cmdQueueRateLimit, write: true},
 		{name: "pause", args: "QUEUE", help: "pause deliveries: no consumer takes an item until resume (enqueues, acks and admin commands go on)",
 			min: 1, max: 1, run: func(e *env) error { return cmdPause(e, true) }, write: true},
 		{name: "resume", args: "QUEUE", help: "resume the deliveries of a paused queue",

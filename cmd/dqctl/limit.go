@@ -10,15 +10,17 @@ import (
 	"github.com/dq-go/delayqueue/redisq"
 )
 
-// cmdLimits lists a queue's rate limits (redisq Queue.SetRateLimit) and
-// concurrency limits (Queue.SetConcurrencyLimit) and their use, or one
-// key's.
+// cmdLimits lists a queue's own rate limit (redisq
+// Queue.SetQueueRateLimit), its keys' rate limits (Queue.SetRateLimit)
+// and concurrency limits (Queue.SetConcurrencyLimit) and their use, or
+// one key's.
 func cmdLimits(e *env) error {
 	q, err := e.queue()
 	if err != nil {
 		return err
 	}
 	defer q.Close()
+	var whole redisq.LimitState // the queue's own
 	var all []redisq.LimitState
 	var conc []redisq.ConcurrencyState
 	if len(e.args) == 2 {
@@ -40,6 +42,9 @@ func cmdLimits(e *env) error {
 			conc = []redisq.ConcurrencyState{cs}
 		}
 	} else {
+		if whole, err = q.QueueRateLimit(e.ctx); err != nil {
+			return err
+		}
 		if all, err = q.RateLimits(e.ctx); err != nil {
 			return err
 		}
@@ -47,7 +52,7 @@ func cmdLimits(e *env) error {
 			return err
 		}
 	}
-	if len(all) == 0 && len(conc) == 0 {
+	if whole.Limit.N == 0 && len(all) == 0 && len(conc) == 0 {
 		e.printf("queue %s has no rate or concurrency limit\n", quote(e.args[0]))
 		return nil
 	}
@@ -56,22 +61,33 @@ func cmdLimits(e *env) error {
 		return err
 	}
 	w := table(e.stdout)
+	// room is when the next claim may be made under s: "now", or how soon.
+	room := func(s redisq.LimitState) string {
+		if s.Room.After(now) {
+			return rel(s.Room, now)
+		}
+		return "now"
+	}
+	if whole.Limit.N > 0 {
+		fmt.Fprintln(w, "QUEUE RATE LIMIT\tUSED\tROOM")
+		fmt.Fprintf(w, "%v\t%d/%d\t%s\n", whole.Limit, whole.Used, whole.Limit.N, room(whole))
+	}
 	if len(all) > 0 {
+		if whole.Limit.N > 0 {
+			fmt.Fprintln(w)
+		}
 		sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
 		fmt.Fprintln(w, "KEY\tLIMIT\tUSED\tROOM\tWAITING\tLAST SLOT")
 		for _, s := range all {
-			room, last := "now", "-"
-			if s.Room.After(now) {
-				room = rel(s.Room, now)
-			}
+			last := "-"
 			if !s.LastSlot.IsZero() {
 				last = rel(s.LastSlot, now)
 			}
-			fmt.Fprintf(w, "%s\t%v\t%d/%d\t%s\t%d\t%s\n", quote(s.Key), s.Limit, s.Used, s.Limit.N, room, s.Waiting, last)
+			fmt.Fprintf(w, "%s\t%v\t%d/%d\t%s\t%d\t%s\n", quote(s.Key), s.Limit, s.Used, s.Limit.N, room(s), s.Waiting, last)
 		}
 	}
 	if len(conc) > 0 {
-		if len(all) > 0 {
+		if whole.Limit.N > 0 || len(all) > 0 {
 			fmt.Fprintln(w)
 		}
 		sort.Slice(conc, func(i, j int) bool { return conc[i].Key < conc[j].Key })
@@ -115,16 +131,8 @@ func cmdConcurrencyLimit(e *env) error {
 
 // cmdRateLimit sets or removes one key's rate limit.
 func cmdRateLimit(e *env) error {
-	l, err := parseRate(e.args[2])
+	l, err := setRate(e, e.args[2], func(q *redisq.Queue, l redisq.RateLimit) error { return q.SetRateLimit(e.ctx, e.args[1], l) })
 	if err != nil {
-		return err
-	}
-	q, err := e.queue()
-	if err != nil {
-		return err
-	}
-	defer q.Close()
-	if err := q.SetRateLimit(e.ctx, e.args[1], l); err != nil {
 		return err
 	}
 	if l.N == 0 {
@@ -133,6 +141,36 @@ func cmdRateLimit(e *env) error {
 	}
 	e.printf("limit key %s of queue %s: rate limit %v (claims, by the Redis clock); items waiting under the old limit wait again only if they must\n", quote(e.args[1]), quote(e.args[0]), l)
 	return nil
+}
+
+// cmdQueueRateLimit sets or removes the rate limit of the whole queue.
+func cmdQueueRateLimit(e *env) error {
+	l, err := setRate(e, e.args[1], func(q *redisq.Queue, l redisq.RateLimit) error { return q.SetQueueRateLimit(e.ctx, l) })
+	if err != nil {
+		return err
+	}
+	if l.N == 0 {
+		e.printf("queue %s: no rate limit of its own; its due items are claimed as fast as consumers take them, within their keys' limits\n", quote(e.args[0]))
+		return nil
+	}
+	e.printf("queue %s: rate limit %v of the whole queue (claims of its items whatever their keys, by the Redis clock); while the window is full nothing is claimed and the due items wait in order\n",
+		quote(e.args[0]), l)
+	return nil
+}
+
+// setRate parses the rate arg (as parseRate), opens the queue and sets
+// the rate with set.
+func setRate(e *env, arg string, set func(*redisq.Queue, redisq.RateLimit) error) (redisq.RateLimit, error) {
+	l, err := parseRate(arg)
+	if err != nil {
+		return l, err
+	}
+	q, err := e.queue()
+	if err != nil {
+		return l, err
+	}
+	defer q.Close()
+	return l, set(q, l)
 }
 
 // parseRate reads "N/PER" ("100/1m") or "none".

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,58 @@ func TestConcurrencyLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestQueueRateLimit: queue-rate-limit sets the rate limit of the whole
+// queue and none removes it; limits shows it first, with its claims in
+// the window and when there is room, beside the keys' limits. A
+// partitioned queue has none: its partitions are named.
+func TestQueueRateLimit(t *testing.T) {
+	f := newFixture(t, "orders")
+	ctx := context.Background()
+	a := []string{"-redis", f.addr}
+	r := dqctl(t, "", append(a, "queue-rate-limit", "orders", "2/1h")...)
+	r.want(t, exitOK, `queue "orders": rate limit 2 per 1h0m0s of the whole queue (claims of its items whatever their keys`)
+	if s, err := f.q.QueueRateLimit(ctx); err != nil || s.Limit != (redisq.RateLimit{N: 2, Per: time.Hour}) {
+		t.Fatalf("the queue's limit: %+v %v", s, err)
+	}
+	dqctl(t, "", append(a, "limits", "orders")...).want(t, exitOK, "QUEUE RATE LIMIT  USED  ROOM\n2 per 1h0m0s      0/2   now\n")
+	// Three items due: two are claimed, the third stays due.
+	for i := range 3 {
+		if err := f.q.Enqueue(ctx, fmt.Sprint("q", i), nil, time.Unix(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ms, err := f.q.TakeBatch(ctx, 10); err != nil || len(ms) != 2 {
+		t.Fatalf("took %d under 2 per 1h, %v", len(ms), err)
+	}
+	if err := f.q.SetRateLimit(ctx, "smtp", redisq.RateLimit{N: 5, Per: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	r = dqctl(t, "", append(a, "limits", "orders")...)
+	r.want(t, exitOK)
+	if !regexp.MustCompile(`^QUEUE RATE LIMIT +USED +ROOM\n2 per 1h0m0s +2/2 +in (1h0m0s|59m5\ds)\n\nKEY +LIMIT .*\n"smtp" +5 per 1m0s +0/5 +now +0 +-\n$`).MatchString(r.stdout) {
+		t.Errorf("limits with the queue's own and a key's:\n%s", r.stdout)
+	}
+	// A key's lookup shows the key's alone.
+	if r := dqctl(t, "", append(a, "limits", "orders", "smtp")...); strings.Contains(r.stdout, "QUEUE RATE LIMIT") {
+		t.Errorf("a key's lookup shows the queue's limit:\n%s", r.stdout)
+	}
+	dqctl(t, "", append(a, "queue-rate-limit", "orders", "5")...).want(t, exitUsage, `bad rate "5": want N/PER`, "usage: dqctl queue-rate-limit QUEUE N/PER|none")
+	dqctl(t, "", append(a, "queue-rate-limit", "orders", "1/1h", "x")...).want(t, exitUsage, "wrong number of arguments")
+	dqctl(t, "", append(a, "queue-rate-limit", "orders", "none")...).want(t, exitOK, `queue "orders": no rate limit of its own; its due items are claimed`)
+	if ms, err := f.q.TakeBatch(ctx, 10); err != nil || len(ms) != 1 {
+		t.Fatalf("after none: took %d, %v", len(ms), err)
+	}
+	if err := f.q.SetRateLimit(ctx, "smtp", redisq.RateLimit{}); err != nil {
+		t.Fatal(err)
+	}
+	dqctl(t, "", append(a, "limits", "orders")...).want(t, exitOK, `queue "orders" has no rate or concurrency limit`)
+
+	p, err := redisq.NewPartitioned(ctx, f.c, "parts", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dqctl(t, "", append(a, "queue-rate-limit", "parts", "1/1s")...).want(t, exitError, `queue "parts" is partitioned (2 partitions: "parts~`)
 }
