@@ -40,7 +40,8 @@ type Job struct {
 }
 
 // JobFields are the hash fields of a Job, in the order the scripts read
-// them (HMGET ... k j ma bb bx ret lk; JOB_FIELDS in lua/include/common.lua).
+// them and reply them (the placeholder JOB_FIELDS of the scripts, see
+// lua.go).
 var JobFields = [...]string{"k", "j", "ma", "bb", "bx", "ret", "lk"}
 
 // IsZero reports whether j sets nothing.

@@ -36,6 +36,12 @@ var placeholders = func() map[string]string {
 	for i, v := range LatenessBoundsMS {
 		b[i] = strconv.FormatInt(v, 10)
 	}
+	// JOB_FIELDS: the job's fields, quoted, in the order Go reads them
+	// (JobFields); REC_FIELDS: a registration's job, those and op.
+	job := make([]string, len(JobFields))
+	for i, f := range JobFields {
+		job[i] = "'" + f + "'"
+	}
 	return map[string]string{
 		"MAXDUE":          strconv.FormatInt(MaxDueMS, 10),
 		"SCRIPT_BATCH":    strconv.Itoa(ScriptBatch),
@@ -46,6 +52,8 @@ var placeholders = func() map[string]string {
 		"LATE_BOUNDS":     strings.Join(b, ", "),
 		"LATE_CAP":        strconv.FormatInt(LatenessCapMS, 10),
 		"INT64_MAX":       strconv.FormatInt(math.MaxInt64, 10),
+		"JOB_FIELDS":      strings.Join(job, ", "),
+		"REC_FIELDS":      strings.Join(append(job, "'op'"), ", "),
 	}
 }()
 

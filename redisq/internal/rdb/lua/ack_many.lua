@@ -17,9 +17,9 @@ local now = now_ms()
 local tp = string.sub(ARGV[1], 1, -3) .. 'a:'
 local fs, keep = {}, false
 for j = 2, #ARGV, 3 do
-  fs[j] = redis.call('HMGET', ARGV[1] .. ARGV[j], 'st', 'tok', 'dl', 'mem', 'ret', 'can', 'cf')
-  if fs[j][6] ~= '1' and fs[j][5] then keep = true end
-  fs[j].c = conc_of(ARGV[1] .. ARGV[j], fs[j][7])
+  local st, tok, dl, mem, ret, can, cf = unpack(redis.call('HMGET', ARGV[1] .. ARGV[j], 'st', 'tok', 'dl', 'mem', 'ret', 'can', 'cf'))
+  if can ~= '1' and ret then keep = true end
+  fs[j] = {st = st, tok = tok, dl = dl, mem = mem, ret = ret, can = can, c = conc_of(ARGV[1] .. ARGV[j], cf)}
 end
 if keep then redis.call('EXISTS', K_DONE) end
 local out, mems, hs, done = {}, {}, {}, {}
@@ -28,14 +28,14 @@ for j = 2, #ARGV, 3 do
   local h = ARGV[1] .. id
   local f = {}
   if not done[h] then f = fs[j] end
-  if f[1] ~= 'l' or f[2] ~= tok or tonumber(f[3]) <= now then
+  if f.st ~= 'l' or f.tok ~= tok or tonumber(f.dl) <= now then
     if done[h] == tok or redis.call('EXISTS', tp .. tok) == 1 then out[#out + 1] = 1 else out[#out + 1] = 0 end
   else
     done[h] = tok
-    mems[#mems + 1] = f[4]
-    local ret = f[6] ~= '1' and tonumber(f[5])
-    conc_end(f.c, h, f[4], now)
-    if ret then complete(h, f[4], ret, now, ARGV[j + 2]) else hs[#hs + 1] = h end
+    mems[#mems + 1] = f.mem
+    local ret = f.can ~= '1' and tonumber(f.ret)
+    conc_end(f.c, h, f.mem, now)
+    if ret then complete(h, f.mem, ret, now, ARGV[j + 2]) else hs[#hs + 1] = h end
     redis.call('SET', tp .. tok, '1', 'PX', {{TOMB_MS}})
     out[#out + 1] = 1
   end

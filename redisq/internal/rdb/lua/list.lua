@@ -11,7 +11,6 @@
 -- KEYS: the state's zset; the item hashes are found while running (read
 --   only)
 --@include append_item
---@include job_fields
 --@include now_ms
 --@include zset_of
 
@@ -54,11 +53,11 @@ for i = 1, #mems, 2 do
     keep = (why == '' or f[1] == why) and (kind == '' or f[2] == kind)
   end
   if keep then
-    local at = append_item(out, id, mems[i + 1], ARGV[5] == '1')
+    local at, rat = append_item(out, id, mems[i + 1], ARGV[5] == '1')
     n = n + 1
     pos[n] = examined - 1
     if ARGV[5] == '1' then
-      bytes = bytes + out[at] + out[at + #JOB_FIELDS + 3] -- the payload's and the result's sizes
+      bytes = bytes + out[at] + out[rat] -- the payload's and the result's sizes
       if bytes >= {{LIST_BYTES}} then break end
     end
   end

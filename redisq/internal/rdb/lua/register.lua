@@ -87,7 +87,7 @@ if not exists then
 end
 redis.call('HSET', R, 's', ARGV[3], 'p', ARGV[4], 'cu', ARGV[5], 'v', ARGV[6], 'g', fmt(g), 'ut', fmt(now),
   'at', fmt(first), 'id', fid, 'sn', fmt(now), 'rq', ARGV[#ARGV], 'rr', enc({code, first}))
-redis.call('HDEL', R, 'end', unpack(REC_FIELDS))
+redis.call('HDEL', R, 'end', {{REC_FIELDS}})
 if #jf > 0 then redis.call('HSET', R, unpack(jf)) end
 if code == 1 then redis.call('HSET', R, 'ct', fmt(now)) end
 if pv then redis.call('HSET', R, 'pv', fmt(pv)) end

@@ -24,25 +24,25 @@
 --@include unsched
 
 local h = ARGV[1] .. ARGV[2]
-local f = redis.call('HMGET', h, 'st', 'mem', 'due', 'p', 'wt', 'cq')
-if not f[1] then return {0} end
-if f[1] == 'l' then return {2} end
+local st, mem, due, p, wt, cq = unpack(redis.call('HMGET', h, 'st', 'mem', 'due', 'p', 'wt', 'cq'))
+if not st then return {0} end
+if st == 'l' then return {2} end
 local now = now_ms()
-if f[1] == 'd' or f[1] == 'c' then
-  revive(h, ARGV[2], f[2], now, f[1])
+if st == 'd' or st == 'c' then
+  revive(h, ARGV[2], mem, now, st)
   return {3, now}
 end
 -- An item waiting for its rate slot is due: it keeps its place, and the
 -- limit holds (see include/rate.lua).
-if f[5] then
+if wt then
   redis.call('HDEL', h, 'op')
-  return {7, tonumber(f[5])}
+  return {7, tonumber(wt)}
 end
-if f[6] == '1' then
+if cq == '1' then
   redis.call('HDEL', h, 'op')
   return {8}
 end
-local due = tonumber(f[3])
+due = tonumber(due)
 if due <= now then
   redis.call('HDEL', h, 'op')
   return {4, due}
@@ -54,13 +54,13 @@ if ARGV[3] ~= '' then
     -- Due at the time it is named after: TIME read just before.
     local at = tonumber(ARGV[5])
     local m = {}
-    m[occ_add(ARGV[4], at, f[4] or '', now, rec_job(R))] = true
+    m[occ_add(ARGV[4], at, p or '', now, rec_job(R))] = true
     arm(m)
     redis.call('HSET', R, 'rn', fmt(at))
     return {6, at}
   end
 end
-unsched(h, 's', f[2])
+unsched(h, 's', mem)
 to_sched(h, ARGV[2], now)
 redis.call('HINCRBY', K_STATS, 'rescheduled', 1)
 return {1, now}

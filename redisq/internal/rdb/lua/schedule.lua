@@ -33,7 +33,7 @@ if not f[1] then
   return {1, due}
 end
 unsched(h, f[1], f[2], f[1] == 's' and waiting_of(h))
-redis.call('HDEL', h, unpack(JOB_FIELDS))
+redis.call('HDEL', h, {{JOB_FIELDS}})
 redis.call('HSET', h, unpack(job_fields(6, {'p', ARGV[3]})))
 to_sched(h, ARGV[2], due, 'rq', rid, 'rr', enc({3, due}))
 redis.call('HINCRBY', K_STATS, 'rescheduled', 1)

@@ -90,36 +90,40 @@ local function claim_due(now, frac)
     for i = 1, k do
       local mem = sch[2 * i - 1]
       local id = string.sub(mem, 18)
-      local f = redis.call('HMGET', mp .. id, 'p', 'att', 'k', 'j', 'ma', 'bb', 'bx', 'ret', 'lk', 'wt', 'cq', 'op')
-      fs[i] = f
+      -- The fields the claim decides by, then the job, which the reply
+      -- carries as read (JOB_FIELDS, in the order Go reads them).
+      local f = redis.call('HMGET', mp .. id, 'p', 'att', 'lk', 'wt', 'cq', 'op', {{JOB_FIELDS}})
+      local p, att, lk, wt, cq, op = unpack(f, 1, 6)
+      local key = lk or ''
+      fs[i] = {p = p, att = att, key = key, wt = wt, cq = cq, f = f}
       local why, occ, ov = nil, nil, false
-      if f[12] then
-        local overlap, window, r = occ_read(occs, f[12], id, now)
+      if op then
+        local overlap, window, r = occ_read(occs, op, id, now)
         if r then
-          if (tonumber(f[2]) or 0) == 0 then why = occ_skip(overlap, window, r, id, tonumber(sch[2 * i]), now) end
+          if (tonumber(att) or 0) == 0 then why = occ_skip(overlap, window, r, id, tonumber(sch[2 * i]), now) end
           occ, ov = r, overlap
         end
       end
-      local c = not why and qf[3] and conc_read(concs, f[9] or '', now)
-      local l = not why and qf[2] and rate_read(rates, f[9] or '', nowus)
+      local c = not why and qf[3] and conc_read(concs, key, now)
+      local l = not why and qf[2] and rate_read(rates, key, nowus)
       -- The limits' keys that its lease or wait may write, read first.
-      if f[11] and not c then
-        local ck = conc_keys(f[9] or '')
+      if cq and not c then
+        local ck = conc_keys(key)
         redis.call('EXISTS', ck.Q, ck.P)
       end
-      if f[10] and c then redis.call('EXISTS', K_PREFIX .. 'rw:' .. (f[9] or ''), K_PREFIX .. 'rx:' .. (f[9] or '')) end
+      if wt and c then redis.call('EXISTS', K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rx:' .. key) end
       if why then
         drop = drop or {}
-        drop[i] = {r = occ, why = why, w = (f[10] or f[11]) and waiting_of(mp .. id)}
-      elseif c and not conc_one(c, f[11]) then
+        drop[i] = {r = occ, why = why, w = (wt or cq) and waiting_of(mp .. id)}
+      elseif c and not conc_one(c, cq) then
         park = park or {}
         park[i] = true
       elseif l then
-        local slot = rate_one(l, mem, f[10] ~= false, nowus)
+        local slot = rate_one(l, mem, wt ~= false, nowus)
         if slot then
           wait = wait or {}
           wait[i] = slot
-          if c then conc_undo(c, f[11]) end
+          if c then conc_undo(c, cq) end
         end
       end
       if why or park and park[i] or wait and wait[i] then
@@ -139,27 +143,30 @@ local function claim_due(now, frac)
     -- The first write, so that nothing is leased if it failed (it cannot:
     -- see stats.go).
     record_lateness(late, skip and #late / 2 or k, now)
-    local z = {}
+    -- The reply: per item its id, payload, attempts, due, token, deadline
+    -- and job (o: the reply's length).
+    local z, o = {}, #out
     for i = 1, k do if not (skip and skip[i]) then
       local mem = sch[2 * i - 1]
       local id = string.sub(mem, 18)
       local h = mp .. id
       local tok = string.sub(mem, 1, 16)
-      local f = fs[i]
-      local att = (tonumber(f[2]) or 0) + 1
+      local it = fs[i]
+      local att = (tonumber(it.att) or 0) + 1
       redis.call('HSET', h, 'st', 'l', 'tok', tok, 'dl', dl, 'att', att)
-      if f[10] then redis.call('HDEL', h, 'wt') end
-      if f[11] then conc_leave(f[9] or '', h, mem) end
+      if it.wt then redis.call('HDEL', h, 'wt') end
+      if it.cq then conc_leave(it.key, h, mem) end
       z[#z + 1] = dl
       z[#z + 1] = mem
       leased = leased + 1
-      out[#out + 1] = id
-      out[#out + 1] = f[1]
-      out[#out + 1] = att
-      out[#out + 1] = tonumber(sch[2 * i])
-      out[#out + 1] = tok
-      out[#out + 1] = dl
-      for x = 3, 9 do out[#out + 1] = f[x] or '' end
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = id, it.p, att, tonumber(sch[2 * i]), tok, dl
+      o = o + 6
+      -- The job: the fields after the six named.
+      local f = it.f
+      for x = 7, #f do
+        o = o + 1
+        out[o] = f[x] or ''
+      end
     end end
     redis.call('ZREMRANGEBYRANK', K_SCHED, 0, k - 1)
     if leased > 0 then redis.call('ZADD', K_LEASE, unpack(z)) end

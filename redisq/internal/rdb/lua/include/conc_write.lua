@@ -1,6 +1,6 @@
 -- conc_write(concs, sch, fs, k, skip, park, dl, now) records what the
--- claim did with the first k due members of sch (fs: the fields of each,
--- lk at 9, wt at 10, cq at 11), under the limits of concs (see
+-- claim did with the first k due members of sch (fs: the fields of each:
+-- key, its limit key, wt and cq), under the limits of concs (see
 -- conc_read): those leased (not in skip) hold a place until dl, those in
 -- park wait, in their order (turn: now * 1000 + rank), one given a place
 -- first. A parked item waits for no rate slot any more. It then gives the
@@ -12,7 +12,7 @@
 local function conc_write(concs, sch, fs, k, skip, park, dl, now)
   local mp = ARGV[1]
   for i = 1, k do
-    local key = fs[i][9] or ''
+    local key = fs[i].key
     local c = concs[key]
     if c then
       local mem = sch[2 * i - 1]
@@ -22,13 +22,13 @@ local function conc_write(concs, sch, fs, k, skip, park, dl, now)
         redis.call('HSET', h, 'cf', 1)
       elseif park and park[i] then
         local turn = now * 1000 + i
-        if fs[i][11] == '2' then
+        if fs[i].cq == '2' then
           turn = tonumber(redis.call('ZSCORE', c.P, mem)) or turn
           redis.call('ZREM', c.P, mem)
         end
         redis.call('ZADD', c.Q, 'NX', string.format('%d', turn), mem)
         redis.call('HSET', h, 'cq', 1)
-        if fs[i][10] then
+        if fs[i].wt then
           redis.call('HDEL', h, 'wt')
           redis.call('ZREM', K_PREFIX .. 'rw:' .. key, mem)
           redis.call('ZREM', K_PREFIX .. 'rx:' .. key, mem)

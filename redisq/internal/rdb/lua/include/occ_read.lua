@@ -48,11 +48,11 @@ local function occ_read(occs, op, id, now)
       local bare = string.sub(x, 1, 4) == 'rec:'
       local xid, tok = x, nil
       if not bare then xid, tok = string.sub(x, 18), string.sub(x, 1, 16) end
-      local it = redis.call('HMGET', ARGV[1] .. xid, 'st', 'dl', 'tok')
-      local mine = bare or it[3] == tok
-      if it[1] == 'l' and mine and tonumber(it[2]) > now then
+      local st, dl, itok = unpack(redis.call('HMGET', ARGV[1] .. xid, 'st', 'dl', 'tok'))
+      local mine = bare or itok == tok
+      if st == 'l' and mine and tonumber(dl) > now then
         r.live[xid] = true
-      elseif not it[1] or it[1] == 'c' or it[1] == 'd' or not mine then
+      elseif not st or st == 'c' or st == 'd' or not mine then
         r.stale[#r.stale + 1] = x
       end
     end

@@ -21,22 +21,21 @@ local function reclaim_expired(now, frac)
   local exp = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, rb)
   -- Every item hash is read before the first write (see keys.lua).
   local fs = {}
-  local cs = {}
   for i, mem in ipairs(exp) do
     local h = mp .. string.sub(mem, 18)
-    fs[i] = redis.call('HMGET', h, 'att', 'can', 'ma', 'bb', 'bx', 'cf')
-    cs[i] = conc_of(h, fs[i][6]) or false
+    local att, can, ma, bb, bx, cf = unpack(redis.call('HMGET', h, 'att', 'can', 'ma', 'bb', 'bx', 'cf'))
+    fs[i] = {att = att, can = can, ma = ma, bb = bb, bx = bx, c = conc_of(h, cf)}
   end
   for i, mem in ipairs(exp) do
     local id = string.sub(mem, 18)
     local h = mp .. id
+    local f = fs[i]
     redis.call('ZREM', K_LEASE, mem)
     -- An expired lease frees its place (see conc_of).
-    conc_end(cs[i] or nil, h, mem, now)
-    local f = fs[i]
-    local att = tonumber(f[1]) or 0
-    local ma, bb, bx = policy(f[3], f[4], f[5], maxatt, base, bmax)
-    if f[2] == '1' then
+    conc_end(f.c, h, mem, now)
+    local att = tonumber(f.att) or 0
+    local ma, bb, bx = policy(f.ma, f.bb, f.bx, maxatt, base, bmax)
+    if f.can == '1' then
       redis.call('DEL', h)
       redis.call('HINCRBY', K_STATS, 'cancelled', 1)
     elseif ma > 0 and att >= ma then

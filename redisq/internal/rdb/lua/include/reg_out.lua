@@ -6,7 +6,6 @@
 -- and that item's are found while running; the scripts using it do not
 -- write.
 --@include rec_key
---@include job_fields
 
 local function reg_out(out, name, withp)
   local R = rec_key(name)
@@ -20,8 +19,7 @@ local function reg_out(out, name, withp)
   out[#out + 1] = it[2] or ''
   out[#out + 1] = redis.call('HSTRLEN', R, 'p')
   if withp then out[#out + 1] = redis.call('HGET', R, 'p') or '' else out[#out + 1] = '' end
-  local j = redis.call('HMGET', R, unpack(JOB_FIELDS))
-  for i = 1, #JOB_FIELDS do out[#out + 1] = j[i] or '' end
+  for _, v in ipairs(redis.call('HMGET', R, {{JOB_FIELDS}})) do out[#out + 1] = v or '' end
   local o = redis.call('HMGET', R, 'op', 'sk', 'ls', 'lw')
   for i = 1, 4 do out[#out + 1] = o[i] or '' end
 end

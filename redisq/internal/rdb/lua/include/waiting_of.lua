@@ -11,11 +11,11 @@
 --@include conc_of
 
 local function waiting_of(h)
-  local f = redis.call('HMGET', h, 'wt', 'lk', 'cq')
-  if not f[1] and not f[3] then return nil end
-  local key = f[2] or ''
+  local wt, lk, cq = unpack(redis.call('HMGET', h, 'wt', 'lk', 'cq'))
+  if not wt and not cq then return nil end
+  local key = lk or ''
   local w = {K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rx:' .. key}
   redis.call('EXISTS', w[1], w[2])
-  if f[3] then w.c = conc_of(h, f[3]) end
+  if cq then w.c = conc_of(h, cq) end
   return w
 end
