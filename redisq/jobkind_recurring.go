@@ -28,8 +28,10 @@ func (k JobKind[T]) Register(ctx context.Context, q *Queue, name string, s Sched
 
 // typedKinds records, for each kind that a typed handler (JobKind.Handle,
 // HandleJSON) was registered for in this process, how it decodes a
-// payload: Queue.Register refuses a registration of that kind whose
+// payload: Queue.Register warns of a registration of that kind whose
 // payload it could not decode, which would dead-letter every occurrence.
+// A warning, not a refusal: the record is the process's, and a kind's
+// name may mean another type in another Mux of the same process.
 var typedKinds struct {
 	mu     sync.Mutex
 	decode map[string][]kindDecoder // guarded by mu
@@ -51,17 +53,18 @@ func noteTyped(kind string, d kindDecoder) {
 	typedKinds.decode[kind] = append(typedKinds.decode[kind], d)
 }
 
-// checkTypedPayload returns an error if a typed handler of kind in this
-// process could not decode payload.
-func checkTypedPayload(name, kind string, payload []byte) error {
+// checkTypedPayload returns, for each typed handler of kind in this
+// process that could not decode payload, why.
+func checkTypedPayload(name, kind string, payload []byte) []error {
 	typedKinds.mu.Lock()
 	ds := typedKinds.decode[kind]
 	typedKinds.mu.Unlock()
+	var errs []error
 	for _, d := range ds {
 		if err := d.decode(payload); err != nil {
-			return fmt.Errorf("redisq: Register(%q): its payload does not decode as %s, the type of kind %q's handler, so every occurrence would be dead-lettered (register it with JobKind[%s].Register): %w",
-				name, d.typ, kind, d.typ, err)
+			errs = append(errs, fmt.Errorf("its payload does not decode as %s, the type of kind %q's handler, so every occurrence would be dead-lettered by it (register it with JobKind[%s].Register): %w",
+				d.typ, kind, d.typ, err))
 		}
 	}
-	return nil
+	return errs
 }

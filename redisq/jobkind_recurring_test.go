@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -14,14 +15,15 @@ type digestArgs struct {
 
 // A typed registration: every occurrence carries the value encoded, the
 // kind and its defaults, and the kind's handler decodes it. The untyped
-// shape a porter writes first, a kind with no payload, is refused at
-// Register instead of dead-lettering every occurrence.
+// shape a porter writes first, a kind with no payload, is warned of at
+// Register, before its first occurrence is dead-lettered.
 func TestJobKindRegister(t *testing.T) {
 	noLeaks(t)
 	s := startRedis(t)
 	c := s.client(t)
 	ctx := context.Background()
-	q := newQueue(t, c, "typed-rec")
+	var logs syncBuffer
+	q := newQueue(t, c, "typed-rec", WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	digest := JobKind[digestArgs]{Name: "typed-digest", Defaults: []JobOption{MaxAttempts(3), Header("src", "rec")}}
 	got := make(chan digestArgs, 1)
 	mux := NewMux()
@@ -31,12 +33,17 @@ func TestJobKindRegister(t *testing.T) {
 	})
 
 	_, err := q.Register(ctx, "untyped", Every(time.Hour), nil, RegisterJob(Job{Kind: "typed-digest"}))
-	require.ErrorContains(t, err, "does not decode as redisq.digestArgs")
-	require.ErrorContains(t, err, "JobKind[redisq.digestArgs].Register")
-	_, err = q.Registration(ctx, "untyped")
-	require.ErrorIs(t, err, ErrNotFound, "nothing stored")
+	require.NoError(t, err)
+	warned := logs.String()
+	require.Contains(t, warned, "level=WARN")
+	require.Contains(t, warned, "does not decode as redisq.digestArgs")
+	require.Contains(t, warned, "JobKind[redisq.digestArgs].Register")
+	require.Contains(t, warned, "registration=untyped")
 	_, err = q.Register(ctx, "fine", Every(time.Hour), []byte(`{"list":"x"}`), RegisterJob(Job{Kind: "typed-digest"}))
-	require.NoError(t, err, "a payload that decodes")
+	require.NoError(t, err)
+	_, err = q.Register(ctx, "other", Every(time.Hour), nil, RegisterJob(Job{Kind: "other-kind"}))
+	require.NoError(t, err)
+	require.Equal(t, warned, logs.String(), "a payload that decodes, or a kind without a typed handler, is no warning")
 
 	out, err := digest.Register(ctx, q, "daily", Every(time.Hour), digestArgs{List: "all"},
 		FirstAt(redisNow(t, c).Add(-time.Second)), RegisterJob(Job{Kind: "other", Timeout: time.Minute}))

@@ -197,7 +197,7 @@ func (k JobKind[T]) Decode(m *Message) (T, error) {
 // Handle registers fn in mux for this kind: each message's payload is
 // decoded as a T first, and one that does not decode is dead-lettered at
 // once (SkipRetry) with a reason that says so, since no retry can fix it.
-// From then on, Queue.Register in this process refuses a recurring
+// From then on, Queue.Register in this process warns of a recurring
 // registration of this kind whose payload does not decode as a T (use
 // k.Register, which encodes a T).
 func (k JobKind[T]) Handle(mux *Mux, fn func(ctx context.Context, m *Message, v T) error) {

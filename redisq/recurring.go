@@ -206,15 +206,14 @@ func checkRegName(name string) error {
 // occurrence to come is enqueued, never two.
 //
 // A job of a kind is registered typed with JobKind.Register. Register
-// refuses a payload that a typed handler of the job's kind, registered in
-// this process (JobKind.Handle, HandleJSON), does not decode: every
-// occurrence would be dead-lettered.
+// logs a warning (WithLogger) for a payload that a typed handler of the
+// job's kind, registered in this process (JobKind.Handle, HandleJSON),
+// does not decode: every occurrence would be dead-lettered.
 //
 // It blocks for two round trips (Redis TIME, then one script). It returns
 // an error, changing nothing, for a bad name (empty, over
 // MaxRegistrationName bytes), a schedule that cannot be stored (prefixed
-// "redisq:", naming what is accepted), CatchUp over MaxCatchUp, a payload
-// its kind's typed handler does not decode,
+// "redisq:", naming what is accepted), CatchUp over MaxCatchUp,
 // ErrNoOccurrence, ErrClosed after Close, or a Redis/context error (the
 // registration may or may not have been stored; registering again is
 // safe), ErrNotReplicated among them (WithReplicaAcks). A Register whose reply was lost and that go-redis runs again
@@ -238,8 +237,8 @@ func (q *Queue) Register(ctx context.Context, name string, s Schedule, payload [
 	if err := c.job.noUnique("a recurring registration"); err != nil {
 		return 0, err
 	}
-	if err := checkTypedPayload(name, c.job.Kind, payload); err != nil {
-		return 0, err
+	for _, err := range checkTypedPayload(name, c.job.Kind, payload) {
+		q.opt.logger.Warn("redisq: Register: "+err.Error(), "queue", q.name, "registration", name)
 	}
 	if c.catchUp > MaxCatchUp {
 		return 0, fmt.Errorf("redisq: CatchUp(%d) over MaxCatchUp (%d)", c.catchUp, MaxCatchUp)

@@ -3,7 +3,10 @@ package fromasynq
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +19,7 @@ import (
 // TestFromAsynqScheduler: asynq's Scheduler.Register(cronspec, task) is
 // redisq's JobKind[T].Register(ctx, q, name, schedule, value): typed, each
 // occurrence decoded by the kind's handler (Queue.Register with a payload
-// refuses one that a typed handler of its kind in the process cannot
+// warns of one that a typed handler of its kind in the process cannot
 // decode). An
 // asynq Scheduler enqueues every occurrence itself, so two processes
 // running one enqueue each occurrence twice; redisq keeps the registration
@@ -142,15 +145,26 @@ func TestFromAsynqScheduler(t *testing.T) {
 			break
 		}
 	}
-	q := r.queue("")
+	var logs strings.Builder
+	var logMu sync.Mutex
+	q := r.queue("", redisq.WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))))
 	regs, err := q.Registrations(r.ctx)
 	if err != nil || len(regs) != 1 || regs[0].Name != "digest" || regs[0].Job.Kind != digest.Name {
 		t.Errorf("redisq: Registrations %+v, %v", regs, err)
 	}
 	// The untyped Register of a payload that the kind's handler, known to
-	// this process, cannot decode is refused: each occurrence would die.
-	if _, err := q.Register(r.ctx, "digest-2", redisq.Every(time.Hour), nil, redisq.RegisterJob(redisq.Job{Kind: digest.Name})); err == nil {
-		t.Error("redisq: Register of a payload the kind's handler cannot decode succeeded")
+	// this process, cannot decode is warned of: each occurrence would die.
+	if _, err := q.Register(r.ctx, "digest-2", redisq.Every(time.Hour), nil, redisq.RegisterJob(redisq.Job{Kind: digest.Name})); err != nil {
+		t.Errorf("redisq: Register: %v", err)
+	}
+	logMu.Lock()
+	warned := logs.String()
+	logMu.Unlock()
+	if !strings.Contains(warned, "level=WARN") || !strings.Contains(warned, "does not decode") {
+		t.Errorf("redisq: Register of a payload the kind's handler cannot decode was not warned of: %q", warned)
+	}
+	if _, err := q.Unregister(r.ctx, "digest-2"); err != nil {
+		t.Errorf("redisq: Unregister: %v", err)
 	}
 	if _, err := q.Unregister(r.ctx, "digest"); err != nil {
 		t.Errorf("redisq: Unregister: %v", err)
@@ -347,4 +361,17 @@ func TestFromAsynqPeriodicTaskManager(t *testing.T) {
 	if _, err := q.Registration(r.ctx, "report"); err == nil {
 		t.Error("redisq: the registration is still there after Unregister")
 	}
+}
+
+// lockedWriter serializes writes to w (a log sink written by several
+// goroutines).
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
