@@ -480,48 +480,29 @@ func (q *Queue) TakeBatch(ctx context.Context, n int) ([]*Message, error) {
 	return q.takeBatch(ctx, n, nil)
 }
 
-// takeBatch is TakeBatch, acking done (a Message of q, or nil) first.
+// takeBatch is TakeBatch, acking done (a Message of q, or nil) first: a
+// loop of claims (claim) and of waits for work between them (waitWork).
 func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message, error) {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	tctx, leave, err := q.enterTake(ctx)
+	if err != nil {
 		if done != nil { // Ack works after Close: settle done, then report
 			if err := done.Ack(ctx); err != nil {
 				return nil, err
 			}
 		}
-		return nil, ErrClosed
+		return nil, err
 	}
-	q.active.Add(1)
-	q.mu.Unlock()
-	defer q.active.Done()
+	defer leave()
+	ctx = tctx
 
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(q.closeCtx, func() { cancel(ErrClosed) })
-	defer stop()
-
-	popped := false          // the last wait consumed the wake marker and no claim followed
-	var waitingFor time.Time // the Queue's deadline this call waits for (zero: none)
-	defer func() {
-		if !waitingFor.IsZero() {
-			q.timerWaitDone(waitingFor, true)
-		}
-		if popped {
-			// We consumed a wake-up meant for some waiter and leave without
-			// claiming: pass it on.
-			c, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = q.db.RingWake(c)
-		}
-	}()
+	// popped: a wait consumed a wake-up meant for some waiter and no
+	// claim acted on it yet; pass it on if the call leaves so.
+	popped := false
+	defer func() { q.passWakeIf(popped) }()
 	// A consumer coming back while this Queue owns the timer waits for its
 	// deadline at once: its last claim found nothing due before it.
-	at, mine := q.timerWait()
-	if mine {
-		waitingFor = at
-	}
-	if done != nil && mine {
+	at, wait := q.timerOwned()
+	if done != nil && wait {
 		if time.Until(at) <= localWaitMax {
 			// A short local wait follows: ack alone, then wait.
 			if err := done.Ack(ctx); err != nil {
@@ -529,83 +510,49 @@ func (q *Queue) takeBatch(ctx context.Context, n int, done *Message) ([]*Message
 			}
 			done = nil
 		} else {
-			// A BZPOPMIN would follow the ack: ack and claim instead.
-			q.timerWaitDone(at, false)
-			waitingFor, mine = time.Time{}, false
+			wait = false // a BZPOPMIN would follow the ack: ack and claim instead
 		}
 	}
 	for {
+		if wait {
+			wk, err := q.waitWork(ctx, false)
+			if err != nil {
+				return nil, err // the wait passed on what it consumed
+			}
+			popped = wk.popped
+		}
+		wait = true
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		if !mine {
-			msgs, next, err := q.claim(ctx, n, done)
-			done = nil
-			if err == nil || len(msgs) > 0 {
-				popped = false // the claim acted on the wake-up we consumed
+		msgs, next, err := q.claim(ctx, n, done)
+		done = nil
+		if err == nil || len(msgs) > 0 {
+			popped = false // the claim acted on the wake-up we consumed
+		}
+		if err != nil && len(msgs) > 0 {
+			return msgs, err // done's ack unconfirmed (see claim)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
 			}
-			if err != nil && len(msgs) > 0 {
-				return msgs, err // done's ack unconfirmed (see claim)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, context.Cause(ctx)
+			return nil, err
+		}
+		if len(msgs) > 0 {
+			// Due items may be left that this script did not take (it
+			// leases at most scriptBatch): claim them too, up to n.
+			for len(msgs) < n && next == 0 && ctx.Err() == nil {
+				more, nx, err := q.claim(ctx, n-len(msgs), nil)
+				if err != nil || len(more) == 0 {
+					break
 				}
-				return nil, err
+				msgs, next = append(msgs, more...), nx
 			}
-			if len(msgs) > 0 {
-				// Due items may be left that this script did not take (it
-				// leases at most scriptBatch): claim them too, up to n.
-				for len(msgs) < n && next == 0 && ctx.Err() == nil {
-					more, nx, err := q.claim(ctx, n-len(msgs), nil)
-					if err != nil || len(more) == 0 {
-						break
-					}
-					msgs, next = append(msgs, more...), nx
-				}
-				return msgs, nil
-			}
-			if next == 0 {
-				continue // work left behind (e.g. a full reclaim batch)
-			}
-			if at, mine = q.timerWait(); mine {
-				waitingFor = at
-			}
+			return msgs, nil
 		}
-		wait, timed := q.opt.wakeCap, false
-		if mine {
-			if d := time.Until(at); d < wait {
-				wait, timed = d, true
-			}
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			if d := time.Until(dl); d < wait {
-				wait = d
-			}
-		}
-		if wait > 0 {
-			var err error
-			popped, err = q.await(ctx, wait, timed)
-			if err != nil && migrating(err) {
-				// The wait's keys are moving to another node: wake as
-				// if rung, after a pause, and let the claim (which
-				// retries while the slot migrates) decide.
-				q.pauseForMigration(ctx)
-				err = nil
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, context.Cause(ctx)
-				}
-				return nil, err
-			}
-		}
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		if mine {
-			q.timerWaitDone(at, false)
-			waitingFor, mine = time.Time{}, false
+		if next == 0 {
+			wait = false // work left behind (e.g. a full reclaim batch)
 		}
 	}
 }

@@ -5,11 +5,10 @@ import (
 	"time"
 )
 
-// The taking side split in two, for a Worker over several queues (see
-// worker_sources.go): waitWork waits until a queue may have due work and
-// leases nothing, and claimDue leases what is due without waiting. Take
-// does both in one loop (takeBatch); a multi-queue Worker must choose which
-// queue gets an idle handler before it leases anything.
+// The taking side in two steps: waitWork waits until a queue may have due
+// work and leases nothing, and claim (claimDue) leases what is due without
+// waiting. Take loops over both (takeBatch); a Worker chooses which queue
+// gets an idle handler between them, before it leases anything.
 
 // enterTake registers a taking call, as takeBatch does, so that Close
 // waits for it; the returned ctx ends with cause ErrClosed when the Queue
@@ -57,23 +56,33 @@ func (q *Queue) claimDue(ctx context.Context, n int) (ms []*Message, more bool, 
 	return ms, next == 0, nil
 }
 
+// woke says why a waitWork returned: popped, it consumed a wake-up (the
+// marker rang) that some consumer must act on; due, the known due time
+// this Queue owns the timer for has come.
+type woke struct{ popped, due bool }
+
+// owes reports that the wait consumed a wake-up or a due time that some
+// consumer must act on: the caller claims at once, or passes it on with
+// passWake.
+func (w woke) owes() bool { return w.popped || w.due }
+
 // waitWork blocks until this Queue may have due work, leasing nothing, and
 // returns. It returns when items are due (found by a claim of no item,
 // which also reclaims expired leases, when peek is set: the caller's last
 // claim did not just look), when the wake marker rang, when the known due
-// time this Queue owns the timer for has come, or after the wake cap. owe
-// reports that the wait consumed a wake-up or a due time that some
-// consumer must act on: the caller claims at once, or passes it on with
-// passWake. It returns ctx's cause, ErrClosed after Close, or a Redis error.
-func (q *Queue) waitWork(ctx context.Context, peek bool) (owe bool, err error) {
+// time this Queue owns the timer for has come (waiting for it locally
+// when it is at most localWaitMax away), or after the wake cap; woke says
+// which. It returns ctx's cause, ErrClosed after Close, or a Redis error;
+// a wake-up it consumed before an error is passed on.
+func (q *Queue) waitWork(ctx context.Context, peek bool) (woke, error) {
 	ctx, leave, err := q.enterTake(ctx)
 	if err != nil {
-		return false, err
+		return woke{}, err
 	}
 	defer leave()
 	for {
 		if at, mine := q.timerWait(); mine {
-			// As takeBatch: the due time, or the wake cap if it comes first.
+			// The due time, or the wake cap if it comes first.
 			wait, timed := q.opt.wakeCap, false
 			if d := time.Until(at); d < wait {
 				wait, timed = d, true
@@ -82,7 +91,7 @@ func (q *Queue) waitWork(ctx context.Context, peek bool) (owe bool, err error) {
 			if ctx.Err() != nil {
 				q.timerWaitDone(at, true) // the watch acts at the deadline instead
 				q.passWakeIf(popped)
-				return false, context.Cause(ctx)
+				return woke{}, context.Cause(ctx)
 			}
 			q.timerWaitDone(at, false)
 			if err != nil && migrating(err) {
@@ -91,9 +100,9 @@ func (q *Queue) waitWork(ctx context.Context, peek bool) (owe bool, err error) {
 			}
 			if err != nil {
 				q.passWakeIf(popped)
-				return false, err
+				return woke{}, err
 			}
-			return timed || popped, nil
+			return woke{popped: popped, due: timed}, nil
 		}
 		if peek {
 			_, next, err := q.claim(ctx, 0, nil)
@@ -101,10 +110,10 @@ func (q *Queue) waitWork(ctx context.Context, peek bool) (owe bool, err error) {
 				if ctx.Err() != nil {
 					err = context.Cause(ctx)
 				}
-				return false, err
+				return woke{}, err
 			}
 			if next == 0 {
-				return false, nil
+				return woke{}, nil
 			}
 			peek = false
 			continue // the claim may have given this Queue the timer
@@ -119,9 +128,9 @@ func (q *Queue) waitWork(ctx context.Context, peek bool) (owe bool, err error) {
 			if ctx.Err() != nil {
 				err = context.Cause(ctx)
 			}
-			return false, err
+			return woke{}, err
 		}
-		return popped, nil
+		return woke{popped: popped}, nil
 	}
 }
 

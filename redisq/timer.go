@@ -80,6 +80,18 @@ func (q *Queue) timerWait() (time.Time, bool) {
 	return t.at, true
 }
 
+// timerOwned reports the deadline this Queue owns, if timerWait would
+// make a caller wait for it now, without making it so.
+func (q *Queue) timerOwned() (time.Time, bool) {
+	t := &q.timer
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.at.IsZero() || time.Until(t.at) <= 0 || !t.waitFor.IsZero() && !t.at.Before(t.waitFor) {
+		return time.Time{}, false
+	}
+	return t.at, true
+}
+
 // timerWaitDone ends a timerWait for at. A Take leaving without claiming
 // (leaving) lets the watch act at the deadline instead.
 func (q *Queue) timerWaitDone(at time.Time, leaving bool) {

@@ -400,7 +400,8 @@ func (w *Worker) waitFor(s *source, q *Queue) {
 				return
 			}
 		}
-		owe, err := q.waitWork(w.takeCtx, peek)
+		wk, err := q.waitWork(w.takeCtx, peek)
+		owe := wk.owes()
 		if !w.goOn(err, &fails, "waiting for work", q.name) {
 			return
 		}
