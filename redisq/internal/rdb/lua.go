@@ -9,21 +9,30 @@ import (
 	"strings"
 )
 
-// The scripts live in lua/, one file per script, and the code they share
-// in lua/include/. A file is assembled into the text Redis runs:
+// The scripts live in lua/, one file per script, and the helpers they
+// share in lua/include/, one function a file, named as its file (a
+// constant or a tiny helper only that function uses may share it). A file
+// is assembled into the text Redis runs:
 //
 //   - its header, the comment lines it starts with, is documentation and
-//     is left out (it states the KEYS a call declares, the ARGV and the
-//     reply);
+//     is left out (it states the KEYS and ARGV a call passes, one line a
+//     position, and the reply), and so are the other comments and the
+//     empty lines;
 //   - a line "--@include NAME" is replaced by lua/include/NAME.lua,
-//     assembled the same way (an include may include others), the first
-//     time NAME is included: a helper two others include is defined once;
+//     assembled the same way (an include includes what it calls), the
+//     first time NAME is included: a helper two others include is defined
+//     once, before the first;
+//   - of keys.lua, the keys of a queue one a line, only the keys the
+//     script names are kept (see assembler.text);
 //   - "{{NAME}}" is replaced by the Go constant of that name (placeholders),
-//     so that a bound the Go code also uses is written once;
+//     so that a bound or a list the Go code also uses is written once;
 //   - a script that may start the queue's sequence (it has next_seq) is
 //     wrapped so that its reply says so (see lifeWrap).
 //
-// Everything else is copied byte for byte.
+// Everything else is copied byte for byte. Redis runs every top-level
+// definition of a script on every call, so a script includes only what it
+// calls: TestScriptsDefineOnlyWhatTheyUse fails on a definition nothing
+// names.
 
 //go:embed lua
 var luaFiles embed.FS
@@ -61,55 +70,89 @@ var placeholders = func() map[string]string {
 // lifeWrap. It panics on a missing file or placeholder: the files are part
 // of the binary.
 func assemble(name string) string {
-	seen := map[string]bool{}
-	var out strings.Builder
-	assembleFile("lua/"+name+".lua", seen, &out)
-	return out.String()
+	a := assembler{seen: map[string]bool{}}
+	a.file("lua/" + name + ".lua")
+	return a.text()
 }
 
-// assembleFile appends the text of the file at path to out, each of its
-// includes replaced by the include's own text unless seen already: an
-// include appears once in a script, before the first file that includes
-// it (its own includes before it), so that what a helper uses is defined
-// before it.
-func assembleFile(path string, seen map[string]bool, out *strings.Builder) {
+// assembler assembles one script: the includes seen so far, the text, and
+// where in it keys.lua is (keysAt, keysEnd).
+type assembler struct {
+	seen            map[string]bool
+	out             strings.Builder
+	keysAt, keysEnd int
+}
+
+// file appends the text of the file at path, each of its includes
+// replaced by the include's own text unless seen already: an include
+// appears once in a script, before the first file that includes it (its
+// own includes before it), so that what a helper uses is defined before
+// it. Comments and empty lines are left out (a pipelined EVAL sends the
+// text).
+func (a *assembler) file(path string) {
 	b, err := luaFiles.ReadFile(path)
 	if err != nil {
 		panic(fmt.Sprintf("rdb: %v", err))
 	}
-	src := string(b)
-	// The header: the comment lines the file starts with.
-	for strings.HasPrefix(src, "--") && !strings.HasPrefix(src, "--@include ") {
-		i := strings.IndexByte(src, '\n')
-		if i < 0 {
-			src = ""
-			break
-		}
-		src = src[i+1:]
-	}
-	src = placeholder.ReplaceAllStringFunc(src, func(m string) string {
+	src := placeholder.ReplaceAllStringFunc(string(b), func(m string) string {
 		v, ok := placeholders[m[2:len(m)-2]]
 		if !ok {
 			panic(fmt.Sprintf("rdb: %s: unknown placeholder %s", path, m))
 		}
 		return v
 	})
-	for len(src) > 0 {
-		line, rest, _ := strings.Cut(src, "\n")
-		if inc, ok := strings.CutPrefix(line, "--@include "); ok {
-			if !seen[inc] {
-				seen[inc] = true
-				assembleFile("lua/include/"+inc+".lua", seen, out)
+	for _, line := range strings.Split(src, "\n") {
+		inc, ok := strings.CutPrefix(line, "--@include ")
+		switch {
+		case ok && !a.seen[inc]:
+			a.seen[inc] = true
+			at := a.out.Len()
+			a.file("lua/include/" + inc + ".lua")
+			if inc == "keys" {
+				a.keysAt, a.keysEnd = at, a.out.Len()
 			}
-		} else {
-			out.WriteString(line)
-			if len(rest) > 0 || strings.HasSuffix(src, "\n") {
-				out.WriteByte('\n')
-			}
+		case ok, strings.TrimSpace(line) == "", strings.HasPrefix(strings.TrimSpace(line), "--"):
+		default:
+			a.out.WriteString(line)
+			a.out.WriteByte('\n')
 		}
-		src = rest
 	}
 }
+
+// text is the script assembled, with only the lines of keys.lua that
+// define a key the rest of it names, and K_PREFIX, which they use, when
+// one is kept or the rest names it: keys.lua names every key of a queue,
+// one per line, and Redis would compute each on every call.
+func (a *assembler) text() string {
+	src := a.out.String()
+	rest := src[:a.keysAt] + src[a.keysEnd:]
+	used := map[string]bool{}
+	for _, w := range luaWord.FindAllString(rest, -1) {
+		used[w] = true
+	}
+	lines := strings.SplitAfter(src[a.keysAt:a.keysEnd], "\n")
+	lines = lines[:len(lines)-1] // after the last "\n"
+	var keys []string
+	prefix := used["K_PREFIX"]
+	for i, l := range lines {
+		m := keyLine.FindStringSubmatch(l)
+		if m == nil || (i == 0) != (m[1] == "K_PREFIX") {
+			panic("rdb: keys.lua: K_PREFIX and then one key a line, not " + l)
+		}
+		if i > 0 && used[m[1]] {
+			keys, prefix = append(keys, l), true
+		}
+	}
+	if prefix {
+		keys = append([]string{lines[0]}, keys...)
+	}
+	return src[:a.keysAt] + strings.Join(keys, "") + src[a.keysEnd:]
+}
+
+var (
+	luaWord = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	keyLine = regexp.MustCompile(`^local (K_[A-Z]+) = `)
+)
 
 // lifeWrap wraps the text of a script that may start the queue's sequence
 // (next_seq, which sets NEW_LIFE) so that it replies {life, its reply}:

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"io/fs"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -116,64 +117,56 @@ func TestFieldsEncoding(t *testing.T) {
 	}
 }
 
-// shake leaves out the top-level definitions nothing kept names (through
-// the definitions that are kept), and full-line comments, each as an empty
-// line; it keeps everything that may act: an initializer that calls
-// anything but a pure library function, and every statement that is not
-// a definition.
-func TestShake(t *testing.T) {
-	src := strings.Join([]string{
-		"-- a comment",
-		"local K_A = 'a' .. string.sub(ARGV[1], 1, -3)",
-		"local K_B = 'b'",
-		"local unused_table = {1, 2, {3}}",
-		"local function helper(x)",
-		"  return x .. K_A",
-		"end",
-		"local function unused(x)",
-		"  return helper(x) .. K_B",
-		"end",
-		"local function one() return 1 end",
-		"local acts = redis.call('INCR', 'x')",
-		"local calls_local = helper('y')",
-		"local open = {",
-		"  1 }",
-		"if one() == 1 then",
-		"  return helper('z')",
-		"end",
-	}, "\n")
-	got := strings.Split(shake(src), "\n")
-	want := []string{
-		"",
-		"local K_A = 'a' .. string.sub(ARGV[1], 1, -3)",
-		"",
-		"",
-		"local function helper(x)",
-		"  return x .. K_A",
-		"end",
-		"",
-		"",
-		"",
-		"local function one() return 1 end",
-		"local acts = redis.call('INCR', 'x')",
-		"local calls_local = helper('y')",
-		"local open = {",
-		"  1 }",
-		"if one() == 1 then",
-		"  return helper('z')",
-		"end",
+// A script defines only what it uses: every top-level local function or
+// constant of its text is named elsewhere in it (Redis runs every
+// definition on every call, so an include the script does not call costs
+// it), and it calls no helper and names no key it does not define (an
+// include missing would fail only when the call reaches it).
+func TestScriptsDefineOnlyWhatTheyUse(t *testing.T) {
+	helpers := map[string]bool{} // the include files' names: each defines its namesake
+	ents, err := fs.ReadDir(luaFiles, "lua/include")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("%d lines, want %d (line numbers must stay):\n%s", len(got), len(want), strings.Join(got, "\n"))
+	for _, e := range ents {
+		helpers[strings.TrimSuffix(e.Name(), ".lua")] = true
 	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("line %d: %q, want %q", i+1, got[i], want[i])
+	def := regexp.MustCompile(`^local (?:function )?([A-Za-z_][A-Za-z0-9_]*(?:, [A-Za-z_][A-Za-z0-9_]*)*)`)
+	for name := range byName {
+		src := assemble(name)
+		words := map[string]int{}
+		for _, w := range luaWord.FindAllString(src, -1) {
+			words[w]++
+		}
+		defined := map[string]bool{}
+		for _, l := range strings.Split(src, "\n") {
+			m := def.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			for _, d := range strings.Split(m[1], ", ") {
+				defined[d] = true
+				if words[d] < 2 {
+					t.Errorf("%s: %s is defined and never used:\n%s", name, d, l)
+				}
+			}
+		}
+		for w := range words {
+			called := helpers[w] && regexp.MustCompile(`(^|[^.:\w])`+w+`\(`).MatchString(src)
+			if (called || strings.HasPrefix(w, "K_")) && !defined[w] {
+				t.Errorf("%s: %s is used and not defined (include it)", name, w)
+			}
 		}
 	}
-	// A script defines only what it uses: enqueue has no use for the dead
-	// set's helpers.
-	if src := Named("enqueue").Source(); strings.Contains(src, "local function to_dead(") || !strings.Contains(src, "local function new_member(") {
-		t.Errorf("enqueue keeps to_dead or lost new_member:\n%s", src)
+	// Every include defines its namesake.
+	for h := range helpers {
+		b, _ := luaFiles.ReadFile("lua/include/" + h + ".lua")
+		if h != "keys" && !strings.Contains(string(b), "\nlocal function "+h+"(") {
+			t.Errorf("include/%s.lua does not define the function %s", h, h)
+		}
+	}
+	// A script defines only the keys it uses.
+	if src := assemble("enqueue"); strings.Contains(src, "local K_LEASE") || !strings.Contains(src, "local K_SCHED") {
+		t.Errorf("enqueue defines the lease key or lost the sched key:\n%s", src)
 	}
 }

@@ -38,7 +38,7 @@ var (
 
 // newScript assembles lua/NAME.lua.
 func newScript(name string, keys ...key) *Script {
-	src, life := lifeWrap(shake(assemble(name)))
+	src, life := lifeWrap(assemble(name))
 	s := &Script{Script: redis.NewScript(src), name: name, keys: keys, life: life, src: src}
 	bySHA[s.Hash()] = s
 	byName[name] = s

@@ -18,9 +18,9 @@ local function rate_one(l, mem, waiting, nowus)
   if l.cnt >= l.n then s = rate_room(l, nowus) end
   -- A new item goes behind the tail; a waiting one keeps its place,
   -- after the last one that waits again.
-  local after = l.tail
-  if waiting then after = l.again end
-  if after and after + gap > s then s = after + gap end
+  local prev = l.tail
+  if waiting then prev = l.again end
+  if prev and prev + gap > s then s = prev + gap end
   if waiting then l.again, l.set = s, true end
   if not l.tail or s > l.tail then l.tail = s end
   l.wake[#l.wake + 1] = string.format('%d', s)
