@@ -17,6 +17,7 @@
 --@include drop_waiting
 --@include job_fields
 --@include job_get
+--@include limit_key
 --@include new_member
 --@include now_ms
 --@include rate_behind
@@ -52,7 +53,7 @@ else
 end
 if slot then
   redis.call('HSET', h, 'wt', sdue)
-  redis.call('ZADD', K_PREFIX .. 'rw:' .. lk, string.format('%d', slot), mem)
+  redis.call('ZADD', limit_key('rw', lk), string.format('%d', slot), mem)
   redis.call('ZADD', K_SCHED, sdue, mem)
 else
   redis.call('ZADD', K_SCHED, due, mem)

@@ -7,6 +7,7 @@
 --
 -- KEYS: the limits, and for each key the keys of rate_limit.lua
 --@include keys
+--@include limit_key
 --@include now_ms
 
 local now, frac = now_ms()
@@ -15,7 +16,7 @@ local out = {string.format('%d', nowus)}
 for a = 2, #ARGV do
   local key = ARGV[a]
   local n, per = string.match(redis.call('HGET', K_LIMITS, key) or '', '^(%d+),(%d+)$')
-  local L, W, X = K_PREFIX .. 'rl:' .. key, K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rx:' .. key
+  local L, W, X = limit_key('rl', key), limit_key('rw', key), limit_key('rx', key)
   local cnt, old, room = 0, 0, 0
   if n then
     n, per = tonumber(n), tonumber(per)

@@ -15,9 +15,10 @@
 --   to let go and the last slot of one that waits again (the waiting
 --   items' hashes are found while running)
 --@include keys
+--@include limit_key
 --@include now_ms
 
-local W, X, R = K_PREFIX .. 'rw:' .. ARGV[2], K_PREFIX .. 'rx:' .. ARGV[2], K_PREFIX .. 'rr:' .. ARGV[2]
+local W, X, R = limit_key('rw', ARGV[2]), limit_key('rx', ARGV[2]), limit_key('rr', ARGV[2])
 local first = ARGV[5] == '1'
 local nw = 0
 if first then nw = redis.call('ZCARD', W) end

@@ -18,6 +18,7 @@
 --@include rate_room
 --@include rate_write
 --@include conc_keys
+--@include limit_key
 --@include conc_read
 --@include conc_one
 --@include conc_undo
@@ -111,7 +112,7 @@ local function claim_due(now, frac)
         local ck = conc_keys(key)
         redis.call('EXISTS', ck.Q, ck.P)
       end
-      if wt and c then redis.call('EXISTS', K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rx:' .. key) end
+      if wt and c then redis.call('EXISTS', limit_key('rw', key), limit_key('rx', key)) end
       if why then
         drop = drop or {}
         drop[i] = {r = occ, why = why, w = (wt or cq) and waiting_of(mp .. id)}

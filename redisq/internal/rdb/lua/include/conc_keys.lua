@@ -22,8 +22,8 @@
 -- they are claimed like any due item: no process polls for a place.
 --
 -- conc_keys(key) are the key's zsets: F, Q and P.
---@include keys
+--@include limit_key
 
 local function conc_keys(key)
-  return {F = K_PREFIX .. 'cf:' .. key, Q = K_PREFIX .. 'cq:' .. key, P = K_PREFIX .. 'cp:' .. key}
+  return {F = limit_key('cf', key), Q = limit_key('cq', key), P = limit_key('cp', key)}
 end

@@ -7,6 +7,7 @@
 -- free places (a rate limit can leave one that conc_one counted) to
 -- waiting items.
 --@include keys
+--@include limit_key
 --@include conc_promote
 
 local function conc_write(concs, sch, fs, k, skip, park, dl, now)
@@ -30,8 +31,8 @@ local function conc_write(concs, sch, fs, k, skip, park, dl, now)
         redis.call('HSET', h, 'cq', 1)
         if fs[i].wt then
           redis.call('HDEL', h, 'wt')
-          redis.call('ZREM', K_PREFIX .. 'rw:' .. key, mem)
-          redis.call('ZREM', K_PREFIX .. 'rx:' .. key, mem)
+          redis.call('ZREM', limit_key('rw', key), mem)
+          redis.call('ZREM', limit_key('rx', key), mem)
         end
       end
     end

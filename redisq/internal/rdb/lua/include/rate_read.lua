@@ -33,6 +33,7 @@
 -- false when the key has no limit, which rate_write then writes). Reads
 -- only (see keys.lua).
 --@include keys
+--@include limit_key
 
 local function rate_read(rates, key, nowus)
   local l = rates[key]
@@ -42,7 +43,7 @@ local function rate_read(rates, key, nowus)
   local n, per = string.match(c or '', '^(%d+),(%d+)$')
   if n then
     l = {n = tonumber(n), per = tonumber(per), adm = {}, wake = {}, gone = {}}
-    l.L, l.W, l.R = K_PREFIX .. 'rl:' .. key, K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rr:' .. key
+    l.L, l.W, l.R = limit_key('rl', key), limit_key('rw', key), limit_key('rr', key)
     l.lo = string.format('%d', nowus - l.per)
     l.cnt = redis.call('ZCOUNT', l.L, '(' .. l.lo, '+inf')
     l.c0 = l.cnt

@@ -7,14 +7,14 @@
 -- since it reads the indexes, found while running: it returns the item's
 -- indexes, or nil when the item waits for nothing. waiting_end then takes
 -- the item out of them.
---@include keys
+--@include limit_key
 --@include conc_of
 
 local function waiting_of(h)
   local wt, lk, cq = unpack(redis.call('HMGET', h, 'wt', 'lk', 'cq'))
   if not wt and not cq then return nil end
   local key = lk or ''
-  local w = {K_PREFIX .. 'rw:' .. key, K_PREFIX .. 'rx:' .. key}
+  local w = {limit_key('rw', key), limit_key('rx', key)}
   redis.call('EXISTS', w[1], w[2])
   if cq then w.c = conc_of(h, cq) end
   return w
