@@ -123,7 +123,7 @@ type Item struct {
 }
 
 // itemStride is the number of reply elements per item from append_item
-// (lua/include/item.lua): id, zset score, st, due, att, dl, enq, can, why,
+// (lua/include/append_item.lua): id, zset score, st, due, att, dl, enq, can, why,
 // payload size, payload, the job fields (JobFields), fin, result size,
 // result, wt, cq.
 const itemStride = 11 + len(JobFields) + 5

@@ -30,12 +30,12 @@ type Job struct {
 	// its window instead of being refused.
 	Debounce bool
 	// LimitKey (field lk) is the key whose rate limit the item's starts
-	// count against (see lua/include/claim.lua); "" is the queue's own.
+	// count against (see lua/include/claim_due.lua); "" is the queue's own.
 	LimitKey string
 	// Occurrence (field op, a registration's only) is the occurrence
 	// policy every occurrence of a recurring registration gets: "O,W", O
 	// "1" when an occurrence is skipped while an earlier one runs, W the
-	// catch-up window in ms or "" (see lua/include/occurrence.lua).
+	// catch-up window in ms or "" (see lua/include/occ_read.lua).
 	Occurrence string
 }
 
@@ -63,7 +63,7 @@ func (j *Job) unique(a []interface{}) []interface{} {
 }
 
 // args appends j to a script's ARGV as the scripts take it
-// (job_fields in lua/include/job.lua): the number of fields set, then each
+// (lua/include/job_fields.lua): the number of fields set, then each
 // field's name and value.
 func (j *Job) args(a []interface{}) []interface{} {
 	if j.IsZero() {

@@ -46,7 +46,7 @@ import "strconv"
 //	                           one before, end, rn the last extra run, sn
 //	                           the last sighting, rq/rr; op the occurrence
 //	                           policy, sk, ls, lw (see
-//	                           lua/include/occurrence.lua)
+//	                           lua/include/occ_read.lua)
 //	{dq:NAME}:rn:REG   set     REG's occurrences running under Overlap
 //	{dq:NAME}:recs     zset    registration names (score 0)
 //	{dq:NAME}:recx     stream  change feed of the registrations (MAXLEN 100)
@@ -56,13 +56,13 @@ import "strconv"
 //	{dq:NAME}:parts    hash    a partitioned queue's table: n, v, p0...
 //	{dq:NAME}:limits   hash    limit key -> its rate limit "N,PER µs"; the
 //	                           keys rl:KEY, rw:KEY, rr:KEY and rx:KEY hold its use
-//	                           (see lua/include/rate.lua)
+//	                           (see lua/include/rate_read.lua)
 //	{dq:NAME}:ql       zset    the claims of the queue's own rate limit
 //	                           (the sequence's field ql "N,PER µs"): member
-//	                           -> TIME µs, as rl:KEY (see lua/include/rate.lua)
+//	                           -> TIME µs, as rl:KEY (see lua/include/queue_rate_read.lua)
 //	{dq:NAME}:conc     hash    limit key -> its concurrency limit K; the
 //	                           keys cf:KEY, cq:KEY and cp:KEY hold its use (see
-//	                           conc_keys in lua/include/common.lua)
+//	                           lua/include/conc_keys.lua)
 //
 // and, outside every queue's slot, RegistryKey and PartitionedRegistryKey.
 //

@@ -12,7 +12,7 @@ var (
 	scriptConcState  = newScript("conc_state")
 )
 
-// Rate limits: the keys of a limit key (see lua/include/rate.lua).
+// Rate limits: the keys of a limit key (see lua/include/rate_read.lua).
 func (k *Keys) rateKeys(key string) []string {
 	return []string{k.Prefix + "rl:" + key, k.Prefix + "rw:" + key, k.Prefix + "rx:" + key, k.Prefix + "rr:" + key}
 }
@@ -80,8 +80,8 @@ func (r *Runner) LimitKeys(ctx context.Context, cursor uint64, count int64) (key
 	return keys, next, r.permissionError(err)
 }
 
-// Concurrency limits: the keys of a limit key (see conc_of in
-// lua/include/common.lua).
+// Concurrency limits: the keys of a limit key (see
+// lua/include/conc_keys.lua).
 func (k *Keys) concKeys(key string) []string {
 	return []string{k.Prefix + "cf:" + key, k.Prefix + "cq:" + key, k.Prefix + "cp:" + key}
 }

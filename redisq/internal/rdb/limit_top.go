@@ -26,8 +26,8 @@ type LimitKind struct {
 	waiting func(*Keys, string) []string
 }
 
-// The kinds of limits (see lua/include/rate.lua, conc_keys in
-// lua/include/common.lua): a rate limit's items wait in rw (for a slot)
+// The kinds of limits (see lua/include/rate_read.lua and
+// lua/include/conc_keys.lua): a rate limit's items wait in rw (for a slot)
 // and rx (under an earlier limit), a concurrency limit's in cq.
 var (
 	RateKind = LimitKind{"lim", func(k *Keys, key string) []string { r := k.rateKeys(key); return r[1:3] }}

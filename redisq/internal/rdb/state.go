@@ -70,7 +70,7 @@ func (r *Runner) ScanSet(ctx context.Context, s Set, fn func(member string, scor
 }
 
 // LimitIndex is one of the zsets of a limit key that name its items (see
-// lua/include/rate.lua and conc.lua).
+// lua/include/rate_read.lua and conc_keys.lua).
 type LimitIndex int
 
 const (
