@@ -12,8 +12,10 @@ import (
 )
 
 // Every file of lua/ is a script of this package, assembles with nothing
-// left to fill (includes, placeholders), states the KEYS a call declares
-// in its header, and is Lua that Redis loads.
+// left to fill (includes, placeholders), states in its header the KEYS
+// and ARGV of a call one line a position and its Output (parseHeader;
+// TestHeadersMatchTheCalls compares them with the calls), and is Lua that
+// Redis loads.
 func TestEveryScriptAssemblesAndLoads(t *testing.T) {
 	ents, err := fs.ReadDir(luaFiles, "lua")
 	if err != nil {
@@ -37,8 +39,8 @@ func TestEveryScriptAssemblesAndLoads(t *testing.T) {
 			}
 		}
 		raw, _ := luaFiles.ReadFile("lua/" + e.Name())
-		if h := headerOf(string(raw)); !strings.Contains(h, "-- KEYS: ") && !strings.Contains(h, "-- KEYS[1] -> ") {
-			t.Errorf("%s: the header does not state the KEYS a call declares", e.Name())
+		if _, err := parseHeader(headerOf(string(raw))); err != nil {
+			t.Errorf("%s: the header does not state the KEYS and ARGV of a call, one line a position: %v", e.Name(), err)
 		}
 		if err := sc.Load(context.Background(), c).Err(); err != nil {
 			t.Errorf("%s: Redis refuses it: %v", e.Name(), err)

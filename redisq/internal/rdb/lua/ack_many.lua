@@ -1,12 +1,17 @@
--- ack many: ARGV[2], ARGV[3], ARGV[4], ... triples of id, token and the
--- result to keep if the item is retained (see complete). Returns {r1,
--- ...}: 1 acked (or already acked: tombstone), 0 lease lost, each as ack.
--- One TIME, one ZREM, one DEL and one counter update for the whole batch
--- (and a complete for each retained item); the caller keeps it at most
--- EnqueueBatch triples. O(k log n).
+-- ack many: acks leases as ack does, each in turn. One TIME, one ZREM,
+-- one DEL and one counter update for the whole batch (and a complete for
+-- each retained item: done, touched only for those, is read before the
+-- first write and not declared); the caller keeps it at most EnqueueBatch
+-- triples. O(k log n).
 --
--- KEYS: lease, stats; per lease, its item's hash and its tombstone (done,
---   touched only for retained items, is read before the first write)
+-- KEYS[1] -> {dq:NAME}:lease
+-- KEYS[2] -> {dq:NAME}:stats
+-- KEYS[3...] -> per lease {dq:NAME}:m:ID, its item's hash, and
+--   {dq:NAME}:a:TOKEN, its tombstone
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2...] -> per lease its id, its token and the result to keep if the
+--   item is retained
+-- Output: {r1, ...}: 1 acked (or already acked: tombstone), 0 lease lost
 --@include keys
 --@include complete
 --@include conc_end

@@ -1,21 +1,28 @@
--- advance: ARGV[2] name, ARGV[3] generation and
--- ARGV[4] watermark (ms) the plan was computed from, ARGV[5] the first
--- occurrence the plan skips ("" if none), ARGV[6] "1" when the series ends
--- after the plan, then triples: an occurrence (ms), when its item is due
--- (the occurrence, or later for a jittered schedule) and its item id,
--- increasing occurrences, each after the watermark. Returns {1, now} when done (the
--- occurrences whose item exists are not enqueued again); {0, now, g, at,
--- end} when the registration is not at that generation and watermark, or
--- has ended or is paused (end 1; g 0: it is gone), and nothing is done; {2, now} when the
--- watermark has not come yet; {3, now} when the occurrence the plan skips
--- has not come yet by the Redis clock (compute the plan again).
+-- advance: enqueues the occurrences of a keeper's plan for a
+-- registration, each after the watermark, increasing (those whose item
+-- exists are not enqueued again). The compare-and-set on the watermark is
+-- what makes the keepers' racing calls enqueue each occurrence once: the
+-- first sets the watermark to the last occurrence it enqueued, and the
+-- others find it moved.
 --
--- The compare-and-set on the watermark is what makes the keepers' racing
--- calls enqueue each occurrence once: the first sets the watermark to the
--- last occurrence it enqueued, and the others find it moved.
---
--- KEYS: sched, seq, wake; the registration's hash and the item of each
---   occurrence of the plan
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:seq
+-- KEYS[3] -> {dq:NAME}:wake
+-- KEYS[4] -> {dq:NAME}:rec:REG, the registration's hash
+-- KEYS[5...] -> {dq:NAME}:m:ID, the item of each occurrence of the plan
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the registration's name
+-- ARGV[3] -> the generation the plan was computed from
+-- ARGV[4] -> the watermark (ms) it was computed from
+-- ARGV[5] -> the first occurrence the plan skips ("" if none)
+-- ARGV[6] -> "1" when the series ends after the plan
+-- ARGV[7...] -> per occurrence: the occurrence (ms), when its item is due
+--   (the occurrence, or later for a jittered schedule) and its item id
+-- Output: {1, now} done; {0, now, g, at, end} when the registration is not
+--   at that generation and watermark, or has ended or is paused (end 1; g
+--   0: it is gone), and nothing is done; {2, now} when the watermark has
+--   not come yet; {3, now} when the occurrence the plan skips has not come
+--   yet by the Redis clock (compute the plan again)
 --@include arm
 --@include fmt
 --@include now_ms

@@ -1,14 +1,22 @@
--- backfill: ARGV[2] name, ARGV[3] the generation the occurrences were
--- computed at, then pairs: an occurrence (ms) and its item id, increasing.
--- Enqueues the item of each occurrence, due now (in their order), with the
--- registration's payload and job but not its occurrence policy, unless the
--- item exists. Returns {1, now, enqueued, existing}; {0, now, g, at} when
--- the registration is not at that generation (g 0: it is gone), or one of
--- the occurrences is not before its watermark at or has not come, and
--- nothing is done.
+-- backfill: enqueues the item of each occurrence given, due now (in their
+-- order), with the registration's payload and job but not its occurrence
+-- policy, unless the item exists.
 --
--- KEYS: sched, seq, wake, stats; the registration's hash and the item of
---   each occurrence
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:seq
+-- KEYS[3] -> {dq:NAME}:wake
+-- KEYS[4] -> {dq:NAME}:stats
+-- KEYS[5] -> {dq:NAME}:rec:REG, the registration's hash
+-- KEYS[6...] -> {dq:NAME}:m:ID, the item of each occurrence
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the registration's name
+-- ARGV[3] -> the generation the occurrences were computed at
+-- ARGV[4...] -> per occurrence, increasing: the occurrence (ms) and its
+--   item id
+-- Output: {1, now, enqueued, existing}; {0, now, g, at} when the
+--   registration is not at that generation (g 0: it is gone), or one of
+--   the occurrences is not before its watermark at or has not come, and
+--   nothing is done
 --@include arm
 --@include now_ms
 --@include occ_add

@@ -1,12 +1,17 @@
--- beat: ARGV[2] worker id, ARGV[3] its heartbeat (fields encoded by
--- encodeFields, see workers.go), ARGV[4] the heartbeat's life (ms),
--- ARGV[5] "1" to drop the expired workers from the list too (now and
--- then: the readers skip them anyway). Stores "now|" .. ARGV[3] as the
--- field v of the worker's hash, which lives as long as the heartbeat, and
--- the expiry in the list: four commands a beat (six with the drop), each
--- in the documented ACL rights of a consumer. Returns {now}.
+-- beat: one worker heartbeat. Stores "now|" .. ARGV[3] as the field v of
+-- the worker's hash, which lives as long as the heartbeat, and the expiry
+-- in the list: four commands a beat (six with the drop), each in the
+-- documented ACL rights of a consumer.
 --
--- KEYS: the worker zset and this worker's hash
+-- KEYS[1] -> {dq:NAME}:workers
+-- KEYS[2] -> {dq:NAME}:wk:ID, this worker's hash
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the worker id
+-- ARGV[3] -> its heartbeat (fields encoded by encodeFields, see workers.go)
+-- ARGV[4] -> the heartbeat's life (ms)
+-- ARGV[5] -> "1" to drop the expired workers from the list too (now and
+--   then: the readers skip them anyway)
+-- Output: {now}
 --@include keys
 
 local t = redis.call('TIME')

@@ -1,14 +1,20 @@
--- batch: ARGV[2] op, ARGV[3] limit, ARGV[4] offset (mark only). Ops:
+-- batch: one batch of an operation on the first items of a zset. Ops:
 -- "purge_s"/"purge_c" delete the first scheduled/completed items, "mark"
 -- marks in-flight items from offset as cancelled,
--- "destroy_s"/"destroy_l"/"destroy_d"/"destroy_c" delete the
--- first items of a state and count the keys deleted (Destroy: the item
--- hashes, and the zset when the batch empties it). Returns {examined, size
--- of the zset before, changed}.
+-- "destroy_s"/"destroy_l"/"destroy_d"/"destroy_c" delete the first items
+-- of a state and count the keys deleted (Destroy: the item hashes, and the
+-- zset when the batch empties it). The item hashes are found while
+-- running.
 --
--- KEYS: the zset of the op (purge_s: sched and stats; purge_c: done and
---   stats; mark and destroy_l: lease; destroy_s: sched; destroy_d: dead;
---   destroy_c: done); the item hashes are found while running
+-- KEYS[1] -> the op's zset: {dq:NAME}:sched (purge_s, destroy_s),
+--   {dq:NAME}:done (purge_c, destroy_c), {dq:NAME}:lease (mark, destroy_l)
+--   or {dq:NAME}:dead (destroy_d)
+-- KEYS[2...] -> {dq:NAME}:stats for purge_s and purge_c
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the op
+-- ARGV[3] -> the limit: members to examine
+-- ARGV[4] -> the offset (mark only)
+-- Output: {examined, size of the zset before, changed}
 --@include keys
 --@include waiting_end
 --@include waiting_of

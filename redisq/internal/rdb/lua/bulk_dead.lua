@@ -1,17 +1,26 @@
--- dead batch: ARGV[2] op ("requeue" revives, "deldead" deletes), ARGV[3]
--- limit, ARGV[4] offset (items skipped by earlier batches), ARGV[5] and
--- ARGV[6] the cut-off sequence number and score, empty in the first batch,
--- which reads them: the dead set's last score and the sequence's last
--- number. Every member of an item dead by then has a sequence number at
--- most that (to_dead takes one), every later death a greater one. The batch
--- reads up to limit members with scores up to the cut-off from offset, and
--- handles those with a sequence number within it and, when ARGV[7] is not
--- empty, whose reason of death is exactly it. Returns {examined,
--- skipped, changed, cut-off sequence, cut-off score} (the cut-offs empty
--- when nothing was dead).
+-- dead batch: requeues (revive) or deletes dead items. The first batch
+-- reads the cut-off, the dead set's last score and the sequence's last
+-- number: every member of an item dead by then has a sequence number at
+-- most that (to_dead takes one), every later death a greater one. The
+-- batch reads up to limit members with scores up to the cut-off from
+-- offset, and handles those with a sequence number within it and, with a
+-- reason, whose reason of death is exactly it. The item hashes are found
+-- while running.
 --
--- KEYS: sched, dead, wake, stats, seq; the item hashes are found while
---   running
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:dead
+-- KEYS[3] -> {dq:NAME}:wake
+-- KEYS[4] -> {dq:NAME}:stats
+-- KEYS[5] -> {dq:NAME}:seq
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the op: "requeue" revives, "deldead" deletes
+-- ARGV[3] -> the limit: members to examine
+-- ARGV[4] -> the offset: members skipped by earlier batches
+-- ARGV[5] -> the cut-off sequence number ("" in the first batch)
+-- ARGV[6] -> the cut-off score ("" in the first batch)
+-- ARGV[7] -> the reason of death to handle ("" for any)
+-- Output: {examined, skipped, changed, cut-off sequence, cut-off score}
+--   (the cut-offs empty when nothing was dead)
 --@include keys
 --@include now_ms
 --@include revive

@@ -1,7 +1,10 @@
--- bye: ARGV[2] worker id.
--- A stopping worker leaves the list at once.
+-- bye: a stopping worker leaves the list at once.
 --
--- KEYS: the worker zset and this worker's hash
+-- KEYS[1] -> {dq:NAME}:workers
+-- KEYS[2] -> {dq:NAME}:wk:ID, this worker's hash
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the worker id
+-- Output: {1}
 --@include keys
 
 redis.call('ZREM', K_PREFIX .. 'workers', ARGV[2])

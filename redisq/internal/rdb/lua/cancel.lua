@@ -1,8 +1,16 @@
--- cancel: ARGV[2] id, ARGV[3] request id. {0} not found, {1} removed, {2}
--- in flight (marked; marking again changes nothing); a rerun of a request
--- that removed the item returns {1}.
+-- cancel: removes an item in any state, or marks a leased one as
+-- cancelled (marking again changes nothing).
 --
--- KEYS: sched, dead, stats; the item's hash and the request's reply key
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:dead
+-- KEYS[3] -> {dq:NAME}:stats
+-- KEYS[4] -> {dq:NAME}:m:ID, the item's hash
+-- KEYS[5] -> {dq:NAME}:r:RID, the request's reply
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> the request id
+-- Output: {0} not found, {1} removed, {2} in flight (marked); a rerun of a
+--   request that removed the item returns {1}
 --@include keys
 --@include done_gone
 --@include replay

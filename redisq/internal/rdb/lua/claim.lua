@@ -1,16 +1,10 @@
--- claim: ARGV[2] n, ARGV[3] visibility us, ARGV[4] max attempts (0 = no
--- limit), ARGV[5] backoff base us, ARGV[6] backoff max us, ARGV[7] reclaim
--- batch, ARGV[8] the caller's timer id (its Queue value), ARGV[9] "1" when
--- the caller watches for due work this claim leaves (see timerState).
--- ARGV[4..6] are the defaults of an item that has no max attempts or
--- backoff of its own (fields ma, bb, bx). Returns {now, next, timed, id,
--- payload, attempts, due, token, deadline, and its job fields k, j, ma,
--- bb, bx, ret ("" when not set), ...} where next
--- is ms until the earliest due item or lease deadline (-1: none, 0: work is
--- waiting now; at most MAXWAIT) and timed is 1 when the caller's Queue now
--- owns the timer and must act at next (claim, or ring the marker).
+-- claim: returns up to a reclaim batch of expired leases to sched, then
+-- leases up to n due items, and takes the timer for the next due item or
+-- lease deadline (see claim_due). ARGV[4..6] are the defaults of an item
+-- that has no max attempts or backoff of its own (fields ma, bb, bx).
 -- Bounded whatever the arguments: at most ScriptBatch expired leases and
--- ScriptBatch due items.
+-- ScriptBatch due items. The item hashes, the limits and the logs of
+-- limited keys (rate_read) are found while running.
 --
 -- The common case costs few commands: one ZRANGE reads the lease head (and
 -- only an expired one leads to the reclaim loop), one ZRANGE reads the due
@@ -21,9 +15,30 @@
 -- sched takes a new member, and across Destroy since a new sequence starts
 -- at Redis TIME in microseconds, past every number of the destroyed one.
 --
--- KEYS: sched, lease, dead, wake, stats, seq, timer, late; the item hashes,
---   the limits and the logs of limited keys (rate.lua)
---   are found while running
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:lease
+-- KEYS[3] -> {dq:NAME}:dead
+-- KEYS[4] -> {dq:NAME}:wake
+-- KEYS[5] -> {dq:NAME}:stats
+-- KEYS[6] -> {dq:NAME}:seq
+-- KEYS[7] -> {dq:NAME}:timer
+-- KEYS[8] -> {dq:NAME}:late
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> n, the items to lease (0: only reclaim expired leases)
+-- ARGV[3] -> the visibility: the lease's length (µs)
+-- ARGV[4] -> max attempts (0 = no limit)
+-- ARGV[5] -> backoff base µs
+-- ARGV[6] -> backoff max µs
+-- ARGV[7] -> the reclaim batch
+-- ARGV[8] -> the caller's timer id (its Queue value)
+-- ARGV[9] -> "1" when the caller watches for due work this claim leaves
+--   (see timerState)
+-- Output: {now, next, timed, then per item its id, payload, attempts,
+--   due, token, deadline, and its job fields (JOB_FIELDS; "" when not
+--   set)}, where next is ms until the earliest due item or lease deadline
+--   (-1: none, 0: work is waiting now; at most MAXWAIT) and timed is 1 when
+--   the caller's Queue now owns the timer and must act at next (claim, or
+--   ring the marker)
 --@include claim_due
 --@include now_ms
 

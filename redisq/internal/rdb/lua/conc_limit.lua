@@ -1,16 +1,24 @@
--- concurrency limit: ARGV[2] a limit key, ARGV[3] K (0: no limit). Sets
--- the key's concurrency limit (see conc_keys in include/common.lua), and
+-- concurrency limit: sets a key's concurrency limit (see conc_keys), and
 -- gives the free places to waiting items. K 0 removes it: the limit
 -- becomes "0" (being removed: claims lease the key's items as if it had
 -- none) and up to ScriptBatch of its waiting items are let go, due now,
--- as new items of the key; once none waits the limit is gone. Returns
--- {limits set, items still waiting}: the caller of a removal calls again
--- until none is (no claim adds a waiting item to a key without a limit,
--- so the calls end); until then the key is listed, its limit 0, so an
--- interrupted removal shows.
+-- as new items of the key; once none waits the limit is gone. The caller
+-- of a removal calls again until none is (no claim adds a waiting item to
+-- a key without a limit, so the calls end); until then the key is listed,
+-- its limit 0, so an interrupted removal shows. The waiting items' hashes
+-- are found while running.
 --
--- KEYS: sched, wake, seq; the limits, the key's leased, waiting and
---   given items (the waiting items' hashes are found while running)
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:wake
+-- KEYS[3] -> {dq:NAME}:seq
+-- KEYS[4] -> {dq:NAME}:conc, the concurrency limits
+-- KEYS[5] -> {dq:NAME}:cf:KEY, the key's leased items
+-- KEYS[6] -> {dq:NAME}:cq:KEY, its waiting items
+-- KEYS[7] -> {dq:NAME}:cp:KEY, its items given a place
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the limit key
+-- ARGV[3] -> K, the items leased at once (0: no limit)
+-- Output: {limits set, items still waiting}
 --@include keys
 --@include conc_keys
 --@include conc_promote

@@ -1,9 +1,15 @@
--- concurrency state: ARGV[2...] limit keys. Returns {now ms, then for each
--- key: K (0: none, or being removed), 1 when it has an entry (K 0: being
--- removed), its items leased (holding a place: leases not expired), given
--- a place and due, waiting for a place}. Read only.
+-- concurrency state: the concurrency limit of each key and its use. Read
+-- only.
 --
--- KEYS: the limits, and for each key its leased, waiting and given items
+-- KEYS[1] -> {dq:NAME}:conc, the concurrency limits
+-- KEYS[2...] -> per key {dq:NAME}:cf:KEY, {dq:NAME}:cq:KEY and
+--   {dq:NAME}:cp:KEY, its leased, waiting and given items
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2...] -> the limit keys
+-- Output: {now ms, then for each key: K (0: none, or being removed), 1
+--   when it has an entry (K 0: being removed), its items leased (holding
+--   a place: leases not expired), given a place and due, waiting for a
+--   place}
 --@include keys
 --@include conc_keys
 --@include now_ms

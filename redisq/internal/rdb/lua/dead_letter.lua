@@ -1,8 +1,19 @@
--- dead-letter: ARGV[2] id, ARGV[3] token, ARGV[4] reason, ARGV[5] request
--- id. {0} lease lost, {2} dead-lettered, {3} deleted because it was cancelled
--- while in flight; a rerun of the same request returns the first run's reply.
+-- dead-letter: dead-letters a lease (to_dead).
 --
--- KEYS: lease, dead, stats, seq; the item's hash and the request's reply key
+-- KEYS[1] -> {dq:NAME}:lease
+-- KEYS[2] -> {dq:NAME}:dead
+-- KEYS[3] -> {dq:NAME}:stats
+-- KEYS[4] -> {dq:NAME}:seq
+-- KEYS[5] -> {dq:NAME}:m:ID, the item's hash
+-- KEYS[6] -> {dq:NAME}:r:RID, the request's reply
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> the lease's token
+-- ARGV[4] -> the reason
+-- ARGV[5] -> the request id
+-- Output: {0} lease lost, {2} dead-lettered, {3} deleted because it was
+--   cancelled while in flight; a rerun of the same request returns the
+--   first run's reply
 --@include keys
 --@include conc_end
 --@include conc_of

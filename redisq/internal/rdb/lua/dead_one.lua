@@ -1,7 +1,15 @@
--- dead one: ARGV[2] id, ARGV[3] "requeue"|"delete". {0} not found, {1} done,
--- {2} not dead.
+-- dead one: requeues (revive) or deletes one dead item.
 --
--- KEYS: sched, dead, wake, stats, seq; the item's hash
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:dead
+-- KEYS[3] -> {dq:NAME}:wake
+-- KEYS[4] -> {dq:NAME}:stats
+-- KEYS[5] -> {dq:NAME}:seq
+-- KEYS[6] -> {dq:NAME}:m:ID, the item's hash
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> "requeue" or "delete"
+-- Output: {0} not found, {1} done, {2} not dead
 --@include keys
 --@include now_ms
 --@include revive

@@ -1,10 +1,13 @@
--- dead reasons: ARGV[2] offset, ARGV[3] count (at most MaxFilterScan).
--- Returns {now, total dead, examined, then per reason found among the
--- count dead items from offset, oldest death first: reason, count, first
--- death ms, last death ms}. The item hashes are found while running; it
--- does not write.
+-- dead reasons: the reasons of death among a page of dead items, oldest
+-- death first. The item hashes are found while running; read only.
 --
--- KEYS: dead; the item hashes are found while running (read only)
+-- KEYS[1] -> {dq:NAME}:dead
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the offset
+-- ARGV[3] -> the count (at most MaxFilterScan)
+-- Output: {now, total dead, examined, then per reason found among the
+--   count dead items from offset: reason, count, first death ms, last
+--   death ms}
 --@include keys
 --@include now_ms
 

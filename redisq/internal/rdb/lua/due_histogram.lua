@@ -1,8 +1,12 @@
--- due histogram: ARGV[2] bucket width ms, ARGV[3] buckets. Returns {now,
--- overdue, c1, ..., cN, later} where ci counts due times in
--- (now+(i-1)w, now+iw].
+-- due histogram: counts the scheduled items by due time, in buckets from
+-- now.
 --
--- KEYS: sched
+-- KEYS[1] -> {dq:NAME}:sched
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the bucket width (ms)
+-- ARGV[3] -> the number of buckets
+-- Output: {now, overdue, c1, ..., cN, later} where ci counts due times in
+--   (now+(i-1)w, now+iw]
 --@include keys
 --@include now_ms
 

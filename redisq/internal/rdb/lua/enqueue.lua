@@ -1,15 +1,26 @@
--- enqueue: ARGV[2] id, ARGV[3] payload, ARGV[4] "at" (ARGV[5] due ms) or
--- "after" (ARGV[5] delay us), ARGV[6...] the job (job_fields), then the
--- unique key ("" none), its window in ms and its mode, 'u' or 'd' (see
--- unique_take). Returns {0} when the id exists (unless it is the waiting
--- item a debounced enqueue replaces), {2} when the unique key's window is
--- held, else {1, due, now}. O(log n). An item due now (or at the next
+-- enqueue: stores one item, O(log n). An item due now (or at the next
 -- ms, as one enqueued with no delay is) of a limit key whose waiting items
--- are still ahead goes in waiting behind them (rate_behind).
+-- are still ahead goes in waiting behind them (rate_behind). A unique
+-- enqueue is refused while its key's window is held; a debounced one
+-- replaces the waiting item holding it (see unique_take), which is found
+-- while running.
 --
--- KEYS: sched, wake, seq; the item's hash; the unique key's window, when
---   there is a unique key (the item a debounced enqueue replaces is found
---   while running)
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:wake
+-- KEYS[3] -> {dq:NAME}:seq
+-- KEYS[4] -> {dq:NAME}:m:ID, the item's hash
+-- KEYS[5...] -> {dq:NAME}:u:KEY, the unique key's window, when the job
+--   has a unique key
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> the payload
+-- ARGV[4] -> "at" (ARGV[5] due ms) or "after" (ARGV[5] delay µs)
+-- ARGV[5] -> the due time or the delay
+-- ARGV[6...] -> the job (job_fields), then the unique key ("" none), its
+--   window in ms and its mode, 'u' or 'd' (see unique_take)
+-- Output: {0} when the id exists (unless it is the waiting item a
+--   debounced enqueue replaces), {2} when the unique key's window is held,
+--   else {1, due, now}
 --@include keys
 --@include after
 --@include arm_if_head

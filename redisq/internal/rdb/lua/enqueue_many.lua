@@ -1,18 +1,25 @@
--- enqueue many: ARGV[2] k, then k times id, payload, "at"|"after", due ms |
--- delay us, the job (job_fields), the unique key, its window and mode, as
--- enqueue. Returns {now, due1, ..., duek} with nil (Lua false) for an id
--- that exists (or repeats an earlier id of the batch) and "u" for an item
--- whose unique key's window is held (by an earlier enqueue, or an earlier
--- item of the batch). The items are applied as if one after the other: a
--- debounced item replaces the waiting holder of its key's window, an
--- earlier item of the batch included (which is then not stored, though
--- reported stored: it was, and was replaced). The batch
+-- enqueue many: stores k items as enqueue does each, applied as if one
+-- after the other: a debounced item replaces the waiting holder of its
+-- key's window, an earlier item of the batch included (which is then not
+-- stored, though reported stored: it was, and was replaced). The batch
 -- costs one EXISTS (ids are checked one by one only when some exists), one
 -- HSET per new item, and for all new items one HINCRBY of the sequence and
--- one ZADD; the caller keeps k <= EnqueueBatch. O(k log n).
+-- one ZADD; the caller keeps k <= EnqueueBatch. O(k log n). The items
+-- debounced items replace are found while running.
 --
--- KEYS: sched, wake, seq; each item's hash, and the window of each unique
---   key (the items debounced items replace are found while running)
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:wake
+-- KEYS[3] -> {dq:NAME}:seq
+-- KEYS[4...] -> per item {dq:NAME}:m:ID, its hash, and {dq:NAME}:u:KEY,
+--   its unique key's window when it has one
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> k
+-- ARGV[3...] -> k times: id, payload, "at"|"after", due ms | delay µs, the
+--   job (job_fields), the unique key, its window and mode, as enqueue
+-- Output: {now, due1, ..., duek} with nil (Lua false) for an id that
+--   exists (or repeats an earlier id of the batch) and "u" for an item
+--   whose unique key's window is held (by an earlier enqueue, or an
+--   earlier item of the batch)
 --@include keys
 --@include after
 --@include clamp_due

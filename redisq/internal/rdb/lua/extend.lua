@@ -1,12 +1,19 @@
--- extend: ARGV[2] id, ARGV[3] token, ARGV[4] us. {1, deadline} or {0}.
+-- extend: sets a lease's deadline to TIME + µs. A deadline made earlier
+-- than the timer's (see timerState; an Extend shorter than what is left
+-- of the lease) is an event nobody acts at: the owner waits for its later
+-- deadline and the others wait on the marker. So it rings the marker, and
+-- the claim that follows takes the timer for it. A usual extension moves
+-- the deadline later and costs one GET more.
 --
--- A deadline made earlier than the timer's (see timerState; an Extend
--- shorter than what is left of the lease) is an event nobody acts at: the
--- owner waits for its later deadline and the others wait on the marker. So
--- it rings the marker, and the claim that follows takes the timer for it.
--- A usual extension moves the deadline later and costs one GET more.
---
--- KEYS: lease, timer, wake; the item's hash
+-- KEYS[1] -> {dq:NAME}:lease
+-- KEYS[2] -> {dq:NAME}:timer
+-- KEYS[3] -> {dq:NAME}:wake
+-- KEYS[4] -> {dq:NAME}:m:ID, the item's hash
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> the lease's token
+-- ARGV[4] -> the new lease's length from now (µs)
+-- Output: {1, deadline} or {0} lease lost
 --@include keys
 --@include after
 --@include conc_of

@@ -1,7 +1,10 @@
--- get: ARGV[2] id. Returns {now} when not found, else {now, item} with the
--- payload.
+-- get: one item with its payload. Its zset is found while running; read
+-- only.
 --
--- KEYS: the item's hash (its zset is found while running; read only)
+-- KEYS[1] -> {dq:NAME}:m:ID, the item's hash
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- Output: {now} when not found, else {now, item} (see append_item)
 --@include append_item
 --@include now_ms
 --@include zset_of

@@ -1,8 +1,12 @@
--- get prefix: ARGV[2] id, ARGV[3] max. Returns {now} when not found, else
--- {now, item} where the payload is cut to max bytes, and not read at all
--- (HSTRLEN sizes it) when max is 0 or it is longer than ListBytes.
+-- get prefix: one item, its payload cut to max bytes, and not read at all
+-- (HSTRLEN sizes it) when max is 0 or it is longer than ListBytes. Its
+-- zset is found while running; read only.
 --
--- KEYS: the item's hash (its zset is found while running; read only)
+-- KEYS[1] -> {dq:NAME}:m:ID, the item's hash
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> max, the payload's bytes to read
+-- Output: {now} when not found, else {now, item} (see append_item)
 --@include append_item
 --@include now_ms
 --@include zset_of

@@ -1,7 +1,11 @@
--- give up timer: ARGV[2] timer id. A Queue closing while it owns the timer gives
--- it up and wakes another waiter to take it over.
+-- give up timer: a Queue closing while it owns the timer gives it up and
+-- wakes another waiter to take it over.
 --
--- KEYS: wake, timer
+-- KEYS[1] -> {dq:NAME}:wake
+-- KEYS[2] -> {dq:NAME}:timer
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the timer id of the Queue closing
+-- Output: 1
 --@include keys
 
 local v = redis.call('GET', K_TIMER)

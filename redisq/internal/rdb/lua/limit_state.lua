@@ -1,11 +1,15 @@
--- limit state: ARGV[2...] limit keys. Returns {now µs, then for each key:
--- N (0: no limit), PER µs, claims in the window (now - PER, now], the
--- oldest of them (µs, 0: none), when the window has room for a claim (µs:
--- now while fewer than N), items waiting for a slot, the last slot given
--- to one (µs, 0: none)}. Waiting counts the indexes (see
--- include/rate.lua). Read only.
+-- limit state: each key's rate limit and its use. Waiting counts the
+-- indexes (see rate_read). Read only.
 --
--- KEYS: the limits, and for each key the keys of rate_limit.lua
+-- KEYS[1] -> {dq:NAME}:limits, the rate limits
+-- KEYS[2...] -> per key {dq:NAME}:rl:KEY, {dq:NAME}:rw:KEY,
+--   {dq:NAME}:rx:KEY and {dq:NAME}:rr:KEY (see rate_read)
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2...] -> the limit keys
+-- Output: {now µs, then for each key: N (0: no limit), PER µs, claims in
+--   the window (now - PER, now], the oldest of them (µs, 0: none), when the
+--   window has room for a claim (µs: now while fewer than N), items
+--   waiting for a slot, the last slot given to one (µs, 0: none)}
 --@include keys
 --@include limit_key
 --@include now_ms

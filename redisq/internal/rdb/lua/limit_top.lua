@@ -4,13 +4,12 @@
 -- ZCARD per zset: a page of TopPage (500) rate keys is 1000 calls, under
 -- 1 ms (see TopPage in limit_top.go). Read only.
 --
--- KEYS: the sequence hash, then each key's zsets of waiting items
 -- KEYS[1] -> {dq:NAME}:seq
--- KEYS[2..] -> ARGV[3] zsets per limit key, in the order of the keys:
+-- KEYS[2...] -> ARGV[3] zsets per limit key, in the order of the keys:
 --   rate: {dq:NAME}:rw:KEY, {dq:NAME}:rx:KEY (waiting for a slot, and
 --   under an earlier limit); concurrency: {dq:NAME}:cq:KEY (waiting for
 --   a place)
--- ARGV[1] -> {dq:NAME}:m: (every script's; unused)
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix (unused)
 -- ARGV[2] -> the sequence hash's field that counts the limits of the
 --   kind: lim (rate) or cc (concurrency)
 -- ARGV[3] -> how many zsets each key has (2 or 1)

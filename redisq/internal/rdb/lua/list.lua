@@ -1,15 +1,22 @@
--- list: ARGV[2] state code (s/l/d/c), ARGV[3] offset, ARGV[4] limit, ARGV[5]
--- "1" for payloads, ARGV[6] "1" for reverse order, ARGV[7] a dead reason
--- to filter by ("" for none), ARGV[8] a kind to filter by ("" for any). Returns {now, total, examined, {the index
--- of each item among the examined members}, item...}: at
--- most limit items, and with payloads it stops after the item that brings
--- them to ListBytes. With a reason or a kind it examines up to MaxFilterScan members
--- from the offset and returns those whose reason and kind are exactly
--- those; examined
--- is how many members the page went through.
+-- list: one page of a state's items. It returns at most limit items, and
+-- with payloads it stops after the item that brings them to ListBytes.
+-- With a reason or a kind it examines up to MaxFilterScan members from the
+-- offset and returns those whose reason and kind are exactly those. The
+-- item hashes are found while running; read only.
 --
--- KEYS: the state's zset; the item hashes are found while running (read
---   only)
+-- KEYS[1] -> the state's zset: {dq:NAME}:sched, {dq:NAME}:lease,
+--   {dq:NAME}:dead or {dq:NAME}:done
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the state code (s/l/d/c)
+-- ARGV[3] -> the offset
+-- ARGV[4] -> the limit
+-- ARGV[5] -> "1" for payloads
+-- ARGV[6] -> "1" for reverse order
+-- ARGV[7] -> a dead reason to filter by ("" for none)
+-- ARGV[8] -> a kind to filter by ("" for any)
+-- Output: {now, total, examined, {the index of each item among the
+--   examined members}, item...} (see append_item); examined is how many
+--   members the page went through
 --@include append_item
 --@include now_ms
 --@include zset_of

@@ -4,10 +4,14 @@
 -- s0 set so that n - s0 - r is the enqueued count that version kept, and the
 -- two counters go (Delivered is the lateness histogram's count, which that
 -- version kept as well). New runs it; one TYPE when there is nothing to do.
--- It returns {2}, changing nothing, when NAME is a partitioned queue (its
--- table {dq:NAME}:parts exists): its items are in its partitions' queues.
 --
--- KEYS: stats, seq; the queue's partition table
+-- KEYS[1] -> {dq:NAME}:stats
+-- KEYS[2] -> {dq:NAME}:seq
+-- KEYS[3] -> {dq:NAME}:parts, the queue's partition table
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- Output: {1} converted, {0} nothing to do, {2} changing nothing when NAME
+--   is a partitioned queue (its table exists): its items are in its
+--   partitions' queues
 --@include keys
 
 if redis.call('EXISTS', K_PREFIX .. 'parts') == 1 then return {2} end

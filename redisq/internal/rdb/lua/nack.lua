@@ -1,12 +1,26 @@
--- nack: ARGV[2] id, ARGV[3] token, ARGV[4] delay us (-1 = backoff policy),
--- ARGV[5] max attempts, ARGV[6] backoff base us, ARGV[7] backoff max us,
--- ARGV[8] the caller's reason, recorded if the item dies (empty: none),
--- ARGV[9] request id. {0} lease lost, {1, due} rescheduled, {2}
--- dead-lettered, {3} deleted because it was cancelled while in flight; a
--- rerun of the same request returns the first run's reply.
+-- nack: gives a lease back for redelivery, after a delay or its backoff,
+-- or dead-letters it at max attempts, recording the caller's reason.
 --
--- KEYS: sched, lease, dead, wake, stats, seq; the item's hash and the
---   request's reply key
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:lease
+-- KEYS[3] -> {dq:NAME}:dead
+-- KEYS[4] -> {dq:NAME}:wake
+-- KEYS[5] -> {dq:NAME}:stats
+-- KEYS[6] -> {dq:NAME}:seq
+-- KEYS[7] -> {dq:NAME}:m:ID, the item's hash
+-- KEYS[8] -> {dq:NAME}:r:RID, the request's reply
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> the lease's token
+-- ARGV[4] -> the delay µs (-1 = the backoff policy)
+-- ARGV[5] -> max attempts, when the item has none of its own
+-- ARGV[6] -> backoff base µs, when the item has none of its own
+-- ARGV[7] -> backoff max µs, when the item has none of its own
+-- ARGV[8] -> the caller's reason, recorded if the item dies (empty: none)
+-- ARGV[9] -> the request id
+-- Output: {0} lease lost, {1, due} rescheduled, {2} dead-lettered, {3}
+--   deleted because it was cancelled while in flight; a rerun of the same
+--   request returns the first run's reply
 --@include keys
 --@include after
 --@include backoff

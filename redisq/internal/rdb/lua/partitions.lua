@@ -1,10 +1,12 @@
--- partitions creates the partition table of a queue unless it exists
--- and returns it (HGETALL), or {-1} when an ordinary queue of that name has
--- data (its sequence key exists) and no table. KEYS[1] the table, KEYS[2]
--- the ordinary queue's sequence key; ARGV[1] P, ARGV[2..] the names.
+-- partitions creates the partition table of a queue unless it exists and
+-- returns it. Not a queue script: it reads KEYS.
 --
--- KEYS: KEYS[1] the partition table, KEYS[2] the ordinary queue's sequence
---   key (this script reads KEYS)
+-- KEYS[1] -> {dq:NAME}:parts, the partition table
+-- KEYS[2] -> {dq:NAME}:seq, the ordinary queue's sequence key
+-- ARGV[1] -> P, the number of partitions
+-- ARGV[2...] -> the partitions' names
+-- Output: the table (HGETALL), or {-1} when an ordinary queue of that name
+--   has data (its sequence key exists) and no table
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if redis.call('EXISTS', KEYS[2]) == 1 then return {-1} end

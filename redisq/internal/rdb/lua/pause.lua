@@ -1,7 +1,9 @@
--- pause: marks the sequence hash (see include/claim.lua) with the time of the
--- pause (ms; an earlier version wrote 1). {1} paused, {0} already.
+-- pause: marks the sequence hash (see claim_due) with the time of the
+-- pause (ms; an earlier version wrote 1).
 --
--- KEYS: seq
+-- KEYS[1] -> {dq:NAME}:seq
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- Output: {1} paused, {0} already
 --@include keys
 
 local t = redis.call('TIME')

@@ -1,5 +1,5 @@
 -- queue rate limit: sets the queue's own rate limit, which every claim
--- counts against whatever its items' limit keys (see include/rate.lua), or
+-- counts against whatever its items' limit keys (see queue_rate_read), or
 -- removes it, and wakes a consumer: those waiting for the old limit's room
 -- claim under the new one.
 --

@@ -1,19 +1,29 @@
--- rate limit: ARGV[2] a limit key, ARGV[3] N (0: no limit), ARGV[4] PER
--- (µs), ARGV[5] '1' on the first call of a change, '0' on the calls that
--- follow. The first call sets the key's limit (see include/rate.lua), or
--- removes it, and moves the key's waiting items from its index to the
--- index of those to let go (merged with what an earlier change left
--- there), so that the key's tail (and the last slot of one that waits
--- again) ends at once. Each call then lets up to
--- ScriptBatch of those come due now (or keep their place when due
--- already), as new items of the key, without wt, so that they wait again,
--- under the new limit, only if they must. Returns {limits set, items let
--- go, items left to let go}: the caller calls again until none is left.
--- No claim adds to the items to let go, so the calls end.
+-- rate limit: the first call of a change sets the key's limit (see
+-- rate_read), or removes it, and moves the key's waiting items from its
+-- index to the index of those to let go (merged with what an earlier
+-- change left there), so that the key's tail (and the last slot of one
+-- that waits again) ends at once. Each call then lets up to ScriptBatch
+-- of those come due now (or keep their place when due already), as new
+-- items of the key, without wt, so that they wait again, under the new
+-- limit, only if they must. The caller calls again until none is left;
+-- no claim adds to the items to let go, so the calls end. The waiting
+-- items' hashes are found while running.
 --
--- KEYS: sched, wake, seq; the limits, the key's waiting items, the items
---   to let go and the last slot of one that waits again (the waiting
---   items' hashes are found while running)
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:wake
+-- KEYS[3] -> {dq:NAME}:seq
+-- KEYS[4] -> {dq:NAME}:limits, the rate limits
+-- KEYS[5] -> {dq:NAME}:rl:KEY, the key's log
+-- KEYS[6] -> {dq:NAME}:rw:KEY, its waiting items
+-- KEYS[7] -> {dq:NAME}:rx:KEY, the items to let go
+-- KEYS[8] -> {dq:NAME}:rr:KEY, the last slot of one that waits again
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the limit key
+-- ARGV[3] -> N (0: no limit)
+-- ARGV[4] -> PER (µs)
+-- ARGV[5] -> '1' on the first call of a change, '0' on the calls that
+--   follow
+-- Output: {limits set, items let go, items left to let go}
 --@include keys
 --@include limit_key
 --@include now_ms

@@ -1,7 +1,10 @@
--- get registration: ARGV[2] name. Returns
--- {now, registration} with the payload, or {now} when not found.
+-- get registration: one registration with its payload. Its item is found
+-- while running; read only.
 --
--- KEYS: the registration's hash (its item is found while running; read only)
+-- KEYS[1] -> {dq:NAME}:rec:REG, the registration's hash
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the name
+-- Output: {now, registration} (see reg_out), or {now} when not found
 --@include now_ms
 --@include reg_out
 

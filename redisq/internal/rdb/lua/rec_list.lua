@@ -1,11 +1,15 @@
--- list registrations: ARGV[2] the name after which the
--- page starts ("" for the first), ARGV[3] the page size. Returns {now, the
--- change feed's last entry id ("0-0" if none), the number of names read,
--- the last of them, registration...} (see reg_out), without payloads.
--- Bounded by the page size.
+-- list registrations: one page of registrations, without payloads.
+-- Bounded by the page size. The registrations' hashes and their items are
+-- found while running; read only.
 --
--- KEYS: recs, recx; the registrations' hashes and their items are found
---   while running (read only)
+-- KEYS[1] -> {dq:NAME}:recs
+-- KEYS[2] -> {dq:NAME}:recx
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the name after which the page starts ("" for the first)
+-- ARGV[3] -> the page size
+-- Output: {now, the change feed's last entry id ("0-0" if none), the
+--   number of names read, the last of them, registration...} (see
+--   reg_out)
 --@include keys
 --@include now_ms
 --@include reg_out

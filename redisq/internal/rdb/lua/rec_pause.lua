@@ -1,12 +1,18 @@
--- rec_pause: ARGV[2] name, ARGV[3] request id. Returns {0} not found, {2}
--- already paused, {1, c} paused: no keeper enqueues an occurrence of it
--- until rec_resume, and c is 1 when the item of its last occurrence
--- enqueued was scheduled and not yet due, and is cancelled (one already
--- due has come: it stays). The generation moves, so that a keeper's plan
--- made before is refused. A rerun of the request returns its first reply.
+-- rec_pause: pauses a registration: no keeper enqueues an occurrence of it
+-- until rec_resume, and the item of its last occurrence enqueued, if it
+-- was scheduled and not yet due, is cancelled (one already due has come:
+-- it stays). The generation moves, so that a keeper's plan made before is
+-- refused. The item of its last occurrence is found while running.
 --
--- KEYS: sched, stats; the registration's hash, recx (the item of its
---   last occurrence is found while running)
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:stats
+-- KEYS[3] -> {dq:NAME}:rec:REG, the registration's hash
+-- KEYS[4] -> {dq:NAME}:recx
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the name
+-- ARGV[3] -> the request id
+-- Output: {0} not found, {2} already paused, {1, c} paused, c 1 when the
+--   item was cancelled; a rerun of the request returns its first reply
 --@include keys
 --@include changed
 --@include enc

@@ -1,14 +1,24 @@
--- rec_resume: ARGV[2] name, ARGV[3] the schedule's first occurrence after
--- now (ms; "" when it has none), ARGV[4] its item id, ARGV[5] when that
--- item is due, ARGV[6] request id. Returns {0} not found, {2} not paused,
--- {5, at} retry (the occurrence given is not after the last one that has
--- come, at: compute it after at), {1} resumed: the occurrence is enqueued
--- (unless its item exists) and becomes the watermark, so keepers go on
--- from it; the occurrences of the pause are skipped. A rerun of the
--- request returns its first reply.
+-- rec_resume: resumes a paused registration: the occurrence given is
+-- enqueued (unless its item exists) and becomes the watermark, so keepers
+-- go on from it; the occurrences of the pause are skipped.
 --
--- KEYS: sched, wake, stats, seq; the registration's hash, recx, the item
---   of ARGV[4]
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:wake
+-- KEYS[3] -> {dq:NAME}:stats
+-- KEYS[4] -> {dq:NAME}:seq
+-- KEYS[5] -> {dq:NAME}:rec:REG, the registration's hash
+-- KEYS[6] -> {dq:NAME}:recx
+-- KEYS[7...] -> {dq:NAME}:m:ID, the item of ARGV[4], when there is one
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the name
+-- ARGV[3] -> the schedule's first occurrence after now (ms; "" when it
+--   has none)
+-- ARGV[4] -> its item id
+-- ARGV[5] -> when that item is due
+-- ARGV[6] -> the request id
+-- Output: {0} not found, {2} not paused, {5, at} retry (the occurrence
+--   given is not after the last one that has come, at: compute it after
+--   at), {1} resumed; a rerun of the request returns its first reply
 --@include arm
 --@include changed
 --@include enc

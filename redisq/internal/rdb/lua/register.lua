@@ -1,22 +1,38 @@
--- register: ARGV[2] name, ARGV[3] the
--- schedule's text, ARGV[4] payload, ARGV[5] catch-up bound, ARGV[6]
--- version, ARGV[7] and ARGV[8] the first occurrence (ms) and its item id
--- if the registration is new, ARGV[9] and ARGV[10] if it exists (the first
--- after now), ARGV[11] and ARGV[12] when the item of ARGV[7] and of ARGV[9]
--- is due (the occurrence, or later for a jittered schedule), ARGV[13...]
--- the job of every occurrence (job_fields), and last the request id. Returns {code, now, at, x}: 1 created
--- or 2 updated (at the first occurrence), 3 unchanged, 4 stale (x the
--- stored version), 5 retry (the first occurrence given is not after the
--- last one that has come, x: compute it again after x); a rerun of the
--- request returns its first reply (rq, rr in the registration's hash).
+-- register: creates, changes or confirms a registration. An update
+-- cancels the item of the last occurrence enqueued if it is still
+-- scheduled and not yet due (that occurrence of the old registration has
+-- not come), and keeps the watermark's promise: an occurrence that has
+-- come is never enqueued again. A rerun of the request returns its first
+-- reply (rq, rr in the registration's hash).
 --
--- An update cancels the item of the last occurrence enqueued if it is
--- still scheduled and not yet due (that occurrence of the old registration
--- has not come), and keeps the watermark's promise: an occurrence that has
--- come is never enqueued again.
---
--- KEYS: sched, wake, stats, seq; the registration's hash, recs, recx, and
---   the items of ARGV[8] and ARGV[10]
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:wake
+-- KEYS[3] -> {dq:NAME}:stats
+-- KEYS[4] -> {dq:NAME}:seq
+-- KEYS[5] -> {dq:NAME}:rec:REG, the registration's hash
+-- KEYS[6] -> {dq:NAME}:recs
+-- KEYS[7] -> {dq:NAME}:recx
+-- KEYS[8] -> {dq:NAME}:m:ID, the item of ARGV[8]
+-- KEYS[9] -> {dq:NAME}:m:ID, the item of ARGV[10]
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the name
+-- ARGV[3] -> the schedule's text
+-- ARGV[4] -> the payload
+-- ARGV[5] -> the catch-up bound
+-- ARGV[6] -> the version
+-- ARGV[7] -> the first occurrence (ms) if the registration is new
+-- ARGV[8] -> its item id
+-- ARGV[9] -> the first occurrence after now if it exists
+-- ARGV[10] -> its item id
+-- ARGV[11] -> when the item of ARGV[7] is due (the occurrence, or later
+--   for a jittered schedule)
+-- ARGV[12] -> when the item of ARGV[9] is due
+-- ARGV[13...] -> the job of every occurrence (job_fields), then the
+--   request id
+-- Output: {code, now, at, x}: 1 created or 2 updated (at the first
+--   occurrence), 3 unchanged, 4 stale (x the stored version), 5 retry (the
+--   first occurrence given is not after the last one that has come, x:
+--   compute it again after x)
 --@include keys
 --@include arm
 --@include changed

@@ -1,9 +1,17 @@
--- reschedule: ARGV[2] id, ARGV[3] "at" (ARGV[4] due ms) or "after" (ARGV[4]
--- delay us).
--- {0} not found, {1, due} moved, {2} in flight. A dead item is revived with
+-- reschedule: moves a scheduled item, or revives a dead one with
 -- attempts reset to 0.
 --
--- KEYS: sched, dead, wake, stats, seq; the item's hash
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:dead
+-- KEYS[3] -> {dq:NAME}:wake
+-- KEYS[4] -> {dq:NAME}:stats
+-- KEYS[5] -> {dq:NAME}:seq
+-- KEYS[6] -> {dq:NAME}:m:ID, the item's hash
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> "at" (ARGV[4] due ms) or "after" (ARGV[4] delay µs)
+-- ARGV[4] -> the due time or the delay
+-- Output: {0} not found, {1, due} moved, {2} in flight
 --@include keys
 --@include after
 --@include clamp_due

@@ -1,17 +1,28 @@
--- run now: ARGV[2] id, ARGV[3] the registration name the id names ("" if none),
--- ARGV[4] the extra run's id, ARGV[5] the Redis time (ms) it is named
--- after and due at. Returns {0} not found, {2} in flight, {1, due} moved to due now,
--- {3, due} a dead or completed item revived, {4, due} already due (left in place), {5}
--- the extra run's id exists (name it after another ms), {6, due} an extra
--- run enqueued for the registration's pending occurrence, which is left in
--- place, {7, slot} due but waiting for its rate slot (left in place), {8}
--- due but waiting for a place under its concurrency limit (left in place).
--- An item run, or left in place because it is due, no longer has the
--- occurrence policy of its registration (include/occurrence.lua).
+-- run now: makes an item due now without ever delaying it. An item run,
+-- or left in place because it is due, no longer has the occurrence policy
+-- of its registration (see occ_read).
 --
--- KEYS: sched, dead, wake, stats, seq; the item's hash, and for an id that
---   names an occurrence (ARGV[3] not empty) the registration's hash and the
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:dead
+-- KEYS[3] -> {dq:NAME}:wake
+-- KEYS[4] -> {dq:NAME}:stats
+-- KEYS[5] -> {dq:NAME}:seq
+-- KEYS[6] -> {dq:NAME}:m:ID, the item's hash
+-- KEYS[7...] -> for an id that names an occurrence (ARGV[3] not empty)
+--   {dq:NAME}:rec:REG, the registration's hash, and {dq:NAME}:m:ID, the
 --   extra run's item
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> the registration name the id names ("" if none)
+-- ARGV[4] -> the extra run's id
+-- ARGV[5] -> the Redis time (ms) it is named after and due at
+-- Output: {0} not found, {2} in flight, {1, due} moved to due now, {3,
+--   due} a dead or completed item revived, {4, due} already due (left in
+--   place), {5} the extra run's id exists (name it after another ms), {6,
+--   due} an extra run enqueued for the registration's pending occurrence,
+--   which is left in place, {7, slot} due but waiting for its rate slot
+--   (left in place), {8} due but waiting for a place under its concurrency
+--   limit (left in place)
 --@include keys
 --@include arm
 --@include fmt
@@ -33,7 +44,7 @@ if st == 'd' or st == 'c' then
   return {3, now}
 end
 -- An item waiting for its rate slot is due: it keeps its place, and the
--- limit holds (see include/rate.lua).
+-- limit holds (see rate_read).
 if wt then
   redis.call('HDEL', h, 'op')
   return {7, tonumber(wt)}

@@ -1,11 +1,21 @@
--- schedule (upsert): ARGV[2] id, ARGV[3] payload, ARGV[4] "at" (ARGV[5] due
--- ms) or "after" (ARGV[5] delay us), ARGV[6...] the job (job_fields), which
--- replaces the item's, and last the request id. {1, due} created,
--- {3, due} replaced (a dead item is revived with attempts reset), {2} in
--- flight (nothing changed); a rerun of the same request returns the first
--- run's reply.
+-- schedule (upsert): stores payload and job under an id whatever its
+-- state but leased; the job replaces the item's, and a dead item is
+-- revived with attempts reset.
 --
--- KEYS: sched, dead, wake, stats, seq; the item's hash
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:dead
+-- KEYS[3] -> {dq:NAME}:wake
+-- KEYS[4] -> {dq:NAME}:stats
+-- KEYS[5] -> {dq:NAME}:seq
+-- KEYS[6] -> {dq:NAME}:m:ID, the item's hash
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the id
+-- ARGV[3] -> the payload
+-- ARGV[4] -> "at" (ARGV[5] due ms) or "after" (ARGV[5] delay µs)
+-- ARGV[5] -> the due time or the delay
+-- ARGV[6...] -> the job (job_fields), then the request id
+-- Output: {1, due} created, {3, due} replaced, {2} in flight (nothing
+--   changed); a rerun of the same request returns the first run's reply
 --@include keys
 --@include after
 --@include clamp_due

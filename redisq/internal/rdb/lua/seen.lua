@@ -1,8 +1,10 @@
--- seen: ARGV[2...] registration names. Records Redis TIME as the
--- sighting (sn) of those that exist: live code registers them (see
--- Registration.Seen). Returns {the number recorded}.
+-- seen: records Redis TIME as the sighting (sn) of the registrations
+-- named that exist: live code registers them (see Registration.Seen).
 --
--- KEYS: the hashes of the registrations ARGV[2...]
+-- KEYS[1...] -> {dq:NAME}:rec:REG, the hash of each registration
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2...] -> the registrations' names
+-- Output: {the number recorded}
 --@include fmt
 --@include now_ms
 --@include rec_key

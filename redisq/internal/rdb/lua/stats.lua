@@ -1,10 +1,17 @@
--- stats: {now, scheduled, due, headScore|nil, leased, dead, {k1, v1, ...}
--- counters, {bound, count, ...} lateness, {n, s0, r, paused, lim, cc, ql} of the
--- sequence, completed}. The head score is nil (Lua
--- false) when sched is empty: every integer is a possible score.
+-- stats: the queue's sizes and counters. The head score is nil (Lua
+-- false) when sched is empty: every integer is a possible score. done,
+-- read only, is not declared: most queues have none.
 --
--- KEYS: sched, lease, dead, stats, seq, late (done, read only, is not
---   declared: most queues have none)
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:lease
+-- KEYS[3] -> {dq:NAME}:dead
+-- KEYS[4] -> {dq:NAME}:stats
+-- KEYS[5] -> {dq:NAME}:seq
+-- KEYS[6] -> {dq:NAME}:late
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- Output: {now, scheduled, due, headScore|nil, leased, dead, {k1, v1, ...}
+--   counters, {bound, count, ...} lateness, {n, s0, r, paused, lim, cc,
+--   ql} of the sequence, completed}
 --@include keys
 --@include now_ms
 

@@ -1,7 +1,10 @@
--- unique: ARGV[2] a unique key. Returns {now} when its window is not held,
--- else {now, the id whose enqueue took it, ms left}. Read only.
+-- unique: a unique key's window (see unique_take). Read only.
 --
--- KEYS: the window's key
+-- KEYS[1] -> {dq:NAME}:u:KEY, the window's key
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the unique key
+-- Output: {now} when its window is not held, else {now, the id whose
+--   enqueue took it, ms left}
 --@include keys
 --@include now_ms
 

@@ -1,10 +1,17 @@
--- unregister: ARGV[2] name, ARGV[3] request id.
--- Returns {0} not found, {1, c} removed, c 1 when the item of the last
--- occurrence enqueued was scheduled and is cancelled; a rerun of the
--- request returns its first reply.
+-- unregister: removes a registration, and the item of its last occurrence
+-- enqueued if it is scheduled, which is found while running.
 --
--- KEYS: sched, stats; the registration's hash, recs, recx, and the request's
---   reply key
+-- KEYS[1] -> {dq:NAME}:sched
+-- KEYS[2] -> {dq:NAME}:stats
+-- KEYS[3] -> {dq:NAME}:rec:REG, the registration's hash
+-- KEYS[4] -> {dq:NAME}:recs
+-- KEYS[5] -> {dq:NAME}:recx
+-- KEYS[6] -> {dq:NAME}:r:RID, the request's reply
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the name
+-- ARGV[3] -> the request id
+-- Output: {0} not found, {1, c} removed, c 1 when the item was
+--   cancelled; a rerun of the request returns its first reply
 --@include keys
 --@include changed
 --@include done_gone

@@ -1,7 +1,10 @@
--- worker beats: ARGV[2...] worker ids. Returns each one's last heartbeat
--- as beat.lua stored it ("now|fields"), or "" when it has expired.
+-- worker beats: each worker's last heartbeat as beat.lua stored it.
 --
--- KEYS: the hashes of the workers ARGV[2...]
+-- KEYS[1...] -> {dq:NAME}:wk:ID, the hash of each worker
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2...] -> the worker ids
+-- Output: {"now|fields", ...}, "" for a worker whose heartbeat has
+--   expired
 --@include keys
 
 local out = {}

@@ -1,8 +1,10 @@
--- worker ids: ARGV[2] the most ids to return.
--- Returns {now, id, expiry, ...}: the live workers (heartbeat not expired),
--- soonest to expire first.
+-- worker ids: the live workers (heartbeat not expired), soonest to expire
+-- first.
 --
--- KEYS: the worker zset
+-- KEYS[1] -> {dq:NAME}:workers
+-- ARGV[1] -> {dq:NAME}:m:, the item hash prefix
+-- ARGV[2] -> the most ids to return
+-- Output: {now, id, expiry, ...}
 --@include keys
 
 local t = redis.call('TIME')
