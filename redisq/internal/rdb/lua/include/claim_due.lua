@@ -86,7 +86,10 @@ local function claim_due(now, frac)
     -- a whole state if a later step fails.
     -- A recurring occurrence's first start may be skipped by its
     -- registration's policy (occ_read): it is dropped.
-    local rates, concs, occs = {}, {}, {}
+    -- The limits' and policies' state of this claim, by key and by
+    -- registration: made only when the queue has limits, or an item a
+    -- policy.
+    local rates, concs, occs = qf[2] and {}, qf[3] and {}, nil
     local fs, skip, drop, nowus, ok = {}, nil, nil, now * 1000 + frac, 0
     for i = 1, k do
       local mem = sch[2 * i - 1]
@@ -99,6 +102,7 @@ local function claim_due(now, frac)
       fs[i] = {p = p, att = att, key = key, wt = wt, cq = cq, f = f}
       local why, occ, ov = nil, nil, false
       if op then
+        occs = occs or {}
         local overlap, window, r = occ_read(occs, op, id, now)
         if r then
           if (tonumber(att) or 0) == 0 then why = occ_skip(overlap, window, r, id, tonumber(sch[2 * i]), now) end
@@ -191,7 +195,7 @@ local function claim_due(now, frac)
         occ_skipped(d.r, string.sub(mem, 18), d.why)
       end
     end
-    occ_write(occs, now)
+    if occs then occ_write(occs, now) end
     if qf[2] then rate_write(rates, now, frac) end
     if qf[3] then conc_write(concs, sch, fs, k, skip, park, dl, now) end
   end

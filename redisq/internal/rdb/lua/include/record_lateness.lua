@@ -11,22 +11,26 @@
 
 local late_bounds = {{{LATE_BOUNDS}}}
 local function record_lateness(due, k, now)
-  local counts, sum = {}, 0
+  local nb = #late_bounds
+  -- lo and hi: the first and last bucket touched.
+  local counts, sum, lo, hi = {}, 0, nb + 1, 1
   for i = 2, 2 * k, 2 do
     local l = now - tonumber(due[i])
     if l < 0 then l = 0 end
     if l > {{LATE_CAP}} then l = {{LATE_CAP}} end
     sum = sum + l
-    local b = #late_bounds + 1
-    for j = 1, #late_bounds do
+    local b = nb + 1
+    for j = 1, nb do
       if l <= late_bounds[j] then b = j; break end
     end
     counts[b] = (counts[b] or 0) + 1
+    if b < lo then lo = b end
+    if b > hi then hi = b end
   end
-  for j = 1, #late_bounds + 1 do
+  for j = lo, hi do
     if counts[j] then
       local f = 'inf'
-      if j <= #late_bounds then f = string.format('%d', late_bounds[j]) end
+      if j <= nb then f = string.format('%d', late_bounds[j]) end
       redis.call('HINCRBY', K_LATE, f, string.format('%d', counts[j]))
     end
   end
