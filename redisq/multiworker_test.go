@@ -455,9 +455,10 @@ func TestNewMultiWorkerPanics(t *testing.T) {
 			f()
 		}()
 	}
-	// A single ordinary queue is NewWorker's worker.
+	// A single ordinary queue is NewWorker's worker: its source alone.
 	w := NewMultiWorker(h, WorkerOptions{}, WorkerQueue{Queue: q})
-	require.False(t, w.multi())
+	require.Len(t, w.srcs, 1)
+	require.True(t, w.srcs[0].alone)
 }
 
 // On a Cluster of three masters: a worker over two ordinary queues and a

@@ -26,36 +26,6 @@ func (q *Queue) enterTake(ctx context.Context) (c context.Context, leave func(),
 	return c, func() { stop(); cancel(nil); q.active.Done() }, nil
 }
 
-// claimDue leases up to n (1..MaxBatch) due items without waiting for any,
-// running claims back to back while items are due (as takeBatch does). more
-// reports that items are due beyond these (or were left behind by a full
-// reclaim batch): claim again.
-func (q *Queue) claimDue(ctx context.Context, n int) (ms []*Message, more bool, err error) {
-	ctx, leave, err := q.enterTake(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	defer leave()
-	ms, next, err := q.claim(ctx, n, nil)
-	for err == nil && len(ms) > 0 && len(ms) < n && next == 0 && ctx.Err() == nil {
-		var again []*Message
-		again, next, err = q.claim(ctx, n-len(ms), nil)
-		if err != nil || len(again) == 0 {
-			// What was leased is returned; a failure shows at the next claim.
-			next, err = 0, nil
-			break
-		}
-		ms = append(ms, again...)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			err = context.Cause(ctx)
-		}
-		return ms, false, err
-	}
-	return ms, next == 0, nil
-}
-
 // woke says why a waitWork returned: popped, it consumed a wake-up (the
 // marker rang) that some consumer must act on; due, the known due time
 // this Queue owns the timer for has come.

@@ -79,7 +79,7 @@ const settleTimeout = 10 * time.Second
 //
 // One goroutine waits for work for all idle handlers (an idle worker
 // costs what one idle Take does, plus its heartbeat: WorkerOptions.
-// Heartbeat) and each claim leases work for every idle
+// Heartbeat; how it takes: worker_dispatch.go) and each claim leases work for every idle
 // handler at once and acks a finished message in the same script; while a
 // backlog lasts, each handler acks its message and claims the next in one
 // script, shared by the handlers that finish meanwhile. So a busy worker
@@ -110,12 +110,11 @@ const settleTimeout = 10 * time.Second
 // redelivered (Attempts counts the lost one), so handlers must be
 // idempotent.
 type Worker struct {
-	q   *Queue // the one Queue of NewWorker; nil for NewMultiWorker's (srcs)
 	h   Handler
 	n   int
 	log *slog.Logger
-	// The queues of NewMultiWorker, in priority order (see
-	// worker_sources.go); nil for NewWorker's.
+	// The queues it takes from, in priority order (see
+	// worker_dispatch.go): NewWorker's one, or NewMultiWorker's.
 	srcs   []*source
 	strict bool     // srcs by strict priority, not by weight
 	beatQs []*Queue // the heartbeat is written to each
@@ -129,15 +128,12 @@ type Worker struct {
 	beatEvery time.Duration // heartbeat period (<= 0: none)
 
 	jobs chan dispatch // claimed messages for the handlers (capacity n)
-	idle chan struct{} // one token per idle handler (capacity n)
-	// acks sends the finished messages' acks together (AckMany), held
-	// while the taking goroutine is between claims, so that its next claim
-	// carries one (AckTake).
-	acks *groupCommit[*Message]
-	// queueAcks are a worker over several queues' acks, one groupCommit
-	// per Redis queue (NewMultiWorker), so that a queue whose server is
-	// slow or down does not hold up the others' acks; nil over one Queue.
-	queueAcks map[*Queue]*groupCommit[*Message]
+	// acks sends the finished messages' acks, one groupCommit per Redis
+	// queue (each a round trip of AckMany for those that finish together),
+	// so that a queue whose server is slow or down does not hold up the
+	// others' acks. A source alone whose take carries an ack holds its
+	// queue's between takes (see takeFor).
+	acks map[*Queue]*groupCommit[*Message]
 	// claimsMu guards claims: per queue, the handlers' acks and next
 	// claims in a backlog, combined (see claimNext).
 	claimsMu  sync.Mutex
@@ -149,8 +145,8 @@ type Worker struct {
 	quietOnce sync.Once     // closes quiet
 	forceOnce sync.Once     // runs hardStop
 
-	// gmu guards the grant step of a worker over sources: the sources'
-	// state (see source) and free.
+	// gmu guards the grant step: the sources' state (see source) and
+	// free.
 	gmu  sync.Mutex
 	free int // handlers idle and not granted to a source
 
@@ -197,17 +193,12 @@ func NewWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 	if q == nil || h == nil {
 		panic("redisq: NewWorker with a nil Queue or Handler")
 	}
-	w := newWorker(q, h, opts)
-	w.beatQs = []*Queue{q}
-	if w.recurring {
-		w.keepQs = []*Queue{q}
-	}
-	return w
+	return NewMultiWorker(h, opts, WorkerQueue{Queue: q})
 }
 
-// newWorker is the Worker of NewWorker and NewMultiWorker: q gives the
-// default logger.
-func newWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
+// newWorker is the Worker over srcs: the first source's first queue gives
+// the default logger.
+func newWorker(srcs []*source, h Handler, opts WorkerOptions) *Worker {
 	n := opts.Concurrency
 	if n < 0 {
 		panic(fmt.Sprintf("redisq: NewWorker with Concurrency %d", n))
@@ -217,7 +208,7 @@ func newWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 	}
 	log := opts.Logger
 	if log == nil {
-		log = q.opt.logger
+		log = srcs[0].from.queues()[0].opt.logger
 	}
 	grace := opts.ShutdownTimeout
 	if grace == 0 {
@@ -238,9 +229,11 @@ func newWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 		}
 	}
 	w := &Worker{
-		q:         q,
 		h:         h,
 		n:         n,
+		srcs:      srcs,
+		strict:    opts.StrictPriority,
+		free:      n,
 		recurring: !opts.NoRecurring,
 		grace:     grace,
 		id:        newWorkerID(),
@@ -248,15 +241,20 @@ func newWorker(q *Queue, h Handler, opts WorkerOptions) *Worker {
 		beatEvery: beat,
 		log:       log,
 		jobs:      make(chan dispatch, n),
-		idle:      make(chan struct{}, n),
+		acks:      map[*Queue]*groupCommit[*Message]{},
 		done:      make(chan struct{}),
 		ended:     make(chan struct{}),
 		quiet:     make(chan struct{}),
 	}
-	for range n {
-		w.idle <- struct{}{}
+	for _, s := range srcs {
+		for _, q := range s.from.queues() {
+			w.acks[q] = w.newAcks()
+		}
+		w.beatQs = append(w.beatQs, s.from.queues()...)
+		if q := s.from.keeps(); q != nil && w.recurring {
+			w.keepQs = append(w.keepQs, q)
+		}
 	}
-	w.acks = w.newAcks()
 	return w
 }
 
@@ -338,11 +336,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			_ = q.KeepRecurring(keepCtx) // nil, or ErrClosed as the taking side sees it
 		}()
 	}
-	if w.multi() {
-		w.takeSources()
-	} else {
-		w.fetch()
-	}
+	w.takeSources()
 	w.mu.Lock()
 	w.phase = phaseDrained // the taking side has returned
 	w.checkQuietLocked()
@@ -351,8 +345,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	kept.Wait()
 	close(w.jobs)
 	wg.Wait()
-	w.acks.flush()
-	for _, g := range w.queueAcks {
+	for _, g := range w.acks {
 		g.flush()
 	}
 	close(beatStop)
@@ -373,9 +366,6 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // queueNames names the worker's queues, for its log records.
 func (w *Worker) queueNames() string {
-	if !w.multi() {
-		return w.q.name
-	}
 	names := make([]string, len(w.srcs))
 	for i, s := range w.srcs {
 		names[i] = s.name

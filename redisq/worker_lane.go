@@ -63,16 +63,11 @@ func (w *Worker) runLane(s *lane, d dispatch) {
 			return
 		}
 		c := w.claimNext(m)
-		switch {
-		case c.err != nil: // maybe not acked: the ack goroutine settles it
+		if c.err != nil { // maybe not acked: the ack goroutine settles it
 			w.queueAck(m)
 			return
-		case c.lost:
-			w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
-				"queue", m.q.name, "id", m.ID, "attempt", m.Attempts)
-		case c.unconfirmed:
-			w.warnUnconfirmed("ack", m, c.ackErr)
 		}
+		w.acked(m, c.ackErr)
 		w.unhold(1)
 		if c.next == nil {
 			return
@@ -88,13 +83,11 @@ type laneClaim struct {
 	// Set by the batch that carried it, before claimNext returns:
 	next *Message // claimed for this handler (held), or nil
 	more bool     // messages were due beyond the claim's
-	lost bool     // done's lease was lost: not acked
-	// unconfirmed: done was acked on the master, not confirmed by the
-	// replicas (WithReplicaAcks: ackErr says how); next and more are set
-	// all the same.
-	unconfirmed bool
-	ackErr      error
-	err         error // the round trip failed: done may or may not be acked
+	// ackErr is done's ack: nil, ErrLeaseLost (not acked), or an
+	// ErrNotReplicated (acked on the master, not confirmed by the
+	// replicas); next and more are set all the same.
+	ackErr error
+	err    error // the round trip failed: done may or may not be acked
 
 	mu   sync.Mutex
 	sent bool // guarded by mu: its batch returned, the fields above are set
@@ -159,25 +152,11 @@ func (w *Worker) claimsOf(q *Queue) *groupCommit[*laneClaim] {
 // one round trip, and gives each its outcome. A claim whose caller has
 // given up (gone) has its message released.
 func (w *Worker) sendClaims(ctx context.Context, q *Queue, cs []*laneClaim) {
-	var (
-		ms    []*Message
-		next  time.Duration
-		acked []bool
-		err   error
-	)
-	if len(cs) == 1 { // ack_claim: a lost lease claims nothing
-		ms, next, err = q.claim(ctx, 1, cs[0].done)
-		acked = []bool{true}
-		if errors.Is(err, ErrLeaseLost) {
-			acked[0], err = false, nil
-		}
-	} else {
-		dones := make([]*Message, len(cs))
-		for i, c := range cs {
-			dones[i] = c.done
-		}
-		ms, next, acked, err = q.claimAcking(ctx, dones)
+	dones := make([]*Message, len(cs))
+	for i, c := range cs {
+		dones[i] = c.done
 	}
+	ms, next, acked, err := q.ackClaim(ctx, dones)
 	w.mu.Lock()
 	w.held += len(ms)
 	w.mu.Unlock()
@@ -189,8 +168,10 @@ func (w *Worker) sendClaims(ctx context.Context, q *Queue, cs []*laneClaim) {
 		if err != nil && !nr {
 			c.err = err
 		} else {
-			c.lost = !acked[i]
-			if c.unconfirmed = nr && acked[i]; c.unconfirmed {
+			switch {
+			case !acked[i]:
+				c.ackErr = ErrLeaseLost
+			case nr:
 				c.ackErr = err
 			}
 			c.more = next == 0
@@ -429,51 +410,11 @@ func (w *Worker) tick(s *lane) {
 // script when the taking goroutine is about to claim (it waits for this
 // handler to be idle), else together with the others waiting, now.
 func (w *Worker) queueAck(m *Message) {
-	if g := w.queueAcks[m.q]; g != nil {
-		g.add(m)
-		return
-	}
-	w.acks.add(m)
+	w.acks[m.q].add(m)
 }
 
-// ackByQueue acks ms, each on its own Queue (one AckMany per Queue, or an
-// Ack for one message), setting errs[i] to ms[i]'s outcome.
-func ackByQueue(ctx context.Context, ms []*Message, errs []error) {
-	if len(ms) == 1 {
-		errs[0] = ms[0].Ack(ctx)
-		return
-	}
-	byQ := map[*Queue][]int{}
-	var order []*Queue
-	for i, m := range ms {
-		if _, ok := byQ[m.q]; !ok {
-			order = append(order, m.q)
-		}
-		byQ[m.q] = append(byQ[m.q], i)
-	}
-	if len(order) == 1 {
-		copy(errs, order[0].AckMany(ctx, ms))
-		return
-	}
-	var wg sync.WaitGroup
-	for _, q := range order {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			idx := byQ[q]
-			sub := make([]*Message, len(idx))
-			for j, i := range idx {
-				sub[j] = ms[i]
-			}
-			for j, err := range q.AckMany(ctx, sub) {
-				errs[idx[j]] = err
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// ack acks ms, retrying a failed round trip twice (an applied ack whose
+// ack acks ms, messages of one Queue, in one round trip (Ack, or AckMany
+// of several), retrying a failed round trip twice (an applied ack whose
 // reply was lost reports success: see Ack).
 func (w *Worker) ack(ms []*Message) {
 	ctx, cancel := context.WithTimeout(w.settles, settleTimeout)
@@ -486,19 +427,16 @@ func (w *Worker) ack(ms []*Message) {
 			for i := range errs {
 				errs[i] = err
 			}
+		} else if len(ms) == 1 {
+			errs[0] = ms[0].Ack(ctx)
 		} else {
-			ackByQueue(ctx, ms, errs)
+			copy(errs, ms[0].q.AckMany(ctx, ms))
 		}
 		var again []*Message
 		var againErrs []error
 		for i, err := range errs {
 			switch {
-			case err == nil:
-			case errors.Is(err, ErrLeaseLost):
-				w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
-					"queue", ms[i].q.name, "id", ms[i].ID, "attempt", ms[i].Attempts)
-			case unconfirmed(err):
-				w.warnUnconfirmed("ack", ms[i], err)
+			case w.acked(ms[i], err):
 			case try < 2 && ctx.Err() == nil:
 				again = append(again, ms[i])
 				againErrs = append(againErrs, err)
@@ -518,6 +456,24 @@ func (w *Worker) ack(ms []*Message) {
 		}
 		ms, errs = again, againErrs
 	}
+}
+
+// acked logs what an ack of m that did not plainly succeed came to, and
+// reports whether m is settled: acked (err nil), its lease lost (it will
+// be redelivered), or acked and not confirmed by the replicas. Any other
+// error leaves m maybe unacked: false.
+func (w *Worker) acked(m *Message, err error) bool {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrLeaseLost):
+		w.log.Warn("redisq: worker: lease lost before the ack; the message will be redelivered",
+			"queue", m.q.name, "id", m.ID, "attempt", m.Attempts)
+	case unconfirmed(err):
+		w.warnUnconfirmed("ack", m, err)
+	default:
+		return false
+	}
+	return true
 }
 
 // warnUnconfirmed logs a write of m's (what) that the master applied and

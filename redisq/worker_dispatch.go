@@ -1,32 +1,42 @@
 package redisq
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 )
 
-// A Worker over several queues, or over a Partitioned one (NewMultiWorker).
+// The taking side of a Worker: one dispatcher over its sources (queues,
+// ordinary or partitioned: see workSource).
 //
-// Over several queues, the idle handlers are the worker's to share: a
-// handler goes to one queue before anything is leased for it, so that a
-// message still never waits for a handler. Each queue has a taker (the
-// goroutine that claims for it) and a waiter per Redis queue (one, or one
-// per partition) that waits, leasing nothing, until the queue may have
-// due work (Queue.waitWork). A queue that may have due work is ready; the
-// grant step hands each idle handler to a ready queue, by smooth weighted
-// round robin or by strict priority, and the queue's taker claims for the
-// handlers it was granted (Queue.claimDue, or Partitioned.TakeBatch).
-// A claim that leaves nothing due makes the queue not ready: its
-// unused handlers go back to the others and its waiters wait again. So an
-// idle queue costs what one idle consumer does (its waiter blocks on the
-// queue's wake marker), a busy one a claim per batch, and nothing polls.
+// The idle handlers are the worker's to share: a handler goes to one
+// source before anything is leased for it, so that a message never waits
+// for a handler. Each source has a taker (the goroutine that takes for
+// it) and, when it shares the handlers with others, a waiter per Redis
+// queue that waits, leasing nothing, until the queue may have due work
+// (Queue.waitWork). A source that may have due work is ready; the grant
+// step hands each idle handler to a ready source, by smooth weighted
+// round robin or by strict priority, and the source's taker takes for the
+// handlers it was granted. A take that leaves nothing due makes the
+// source not ready: its unused handlers go back to the others and its
+// waiters wait again. So an idle source costs what one idle consumer
+// does (its waiter blocks on the queue's wake marker), a busy one a claim
+// per batch, and nothing polls.
 //
-// Over one Partitioned queue and nothing else, the worker's taking
-// goroutine takes as Partitioned.TakeBatch does, which merges the
-// partitions in due order.
+// A source alone is always ready: its take waits in Redis itself, as
+// Take does, and carries the ack of a finished message when it can (the
+// acks of its queue are held between takes for that). Alone and a Queue,
+// its handlers also ack their message and claim their next one
+// themselves while a backlog lasts (runLane), without the dispatcher.
+
+// dispatch is a message for a handler; more says that more messages were
+// due when it was claimed, and that its handler may claim the next one
+// itself (see runLane).
+type dispatch struct {
+	m    *Message
+	more bool
+}
 
 // WorkerQueue is one of the queues of a Worker over several
 // (NewMultiWorker): an ordinary Queue or a Partitioned one, and its share.
@@ -42,46 +52,40 @@ type WorkerQueue struct {
 	Weight int
 }
 
-// source is one queue of a Worker over several, as its grant step sees
-// it. The fields after name are guarded by the worker's gmu.
+// source is one source of a Worker, as its grant step sees it. The fields
+// after alone are guarded by the worker's gmu.
 type source struct {
-	q      *Queue       // an ordinary queue, or nil
-	p      *Partitioned // or a partitioned one
-	waits  []*Queue     // what the waiters wait on: q, or p's partitions
+	from   workSource
 	weight int
 	name   string
+	alone  bool // the worker's only source: always ready, its take waits
 
-	ready bool // due work may wait: the taker claims when granted handlers
-	// pausing: the taker's claim failed and it waits before the next; no
+	ready bool // due work may wait: the taker takes when granted handlers
+	// pausing: the taker's take failed and it waits before the next; no
 	// handler is granted to it meanwhile.
 	pausing bool
-	// failing: the last claim failed; the taker gets one handler at a
-	// time (a probe) until a claim succeeds.
+	// failing: the last take failed; the taker gets one handler at a
+	// time (a probe) until a take succeeds.
 	failing bool
-	got     int // handlers granted to the taker and not yet claimed for
+	got     int // handlers granted to the taker and not yet taken for
 	cur     int // smooth weighted round robin's current weight
 	// owed counts wake-ups that the waiters consumed for the taker's next
-	// claim: passed on to another consumer if no claim comes.
+	// take: passed on to another consumer if no take comes.
 	owed int
 	// notReady is closed when ready turns false; the waiters wait on it
-	// while the queue is ready.
+	// while the source is ready.
 	notReady chan struct{}
 	kick     chan struct{} // capacity 1: got grew
 }
-
-// partTakeWait bounds a Partitioned queue's claim in a Worker over several
-// queues: the handlers granted to it go back to the others if nothing
-// comes by then (its waiter's wake-up was for an item that another
-// consumer took).
-const partTakeWait = 20 * time.Millisecond
 
 // NewMultiWorker returns a Worker running h on the messages of several
 // queues, ordinary or partitioned: one pool of opts.Concurrency handlers
 // shared by weight (WorkerQueue.Weight) or by strict priority
 // (WorkerOptions.StrictPriority: a queue's due work is claimed only while
-// no queue before it has any). With one WorkerQueue it is NewWorker for
-// that queue, or for a Partitioned one a Worker taking as
-// Partitioned.TakeBatch does, in due order across the partitions.
+// no queue before it has any). With one WorkerQueue it is the Worker of
+// that queue alone (NewWorker's, for a Queue), which for a Partitioned
+// queue takes as Partitioned.TakeBatch does, in due order across the
+// partitions.
 //
 // Every queue costs what one idle consumer of it does while it has no
 // work (a blocking wait on its wake marker, one per partition), so an
@@ -89,11 +93,12 @@ const partTakeWait = 20 * time.Millisecond
 // granted to a queue before a message is leased for it. The worker keeps
 // the recurring registrations of its ordinary queues (unless
 // opts.NoRecurring), writes its heartbeat to each queue (each partition),
-// and acks each message on its own queue. Unlike a Worker over one Queue,
-// a worker over several does not ack in its next claim's script: each ack
-// is a round trip of its own, combined with the others of its queue that
-// finish meanwhile (each queue's acks apart, so that a slow server holds
-// up only its own).
+// and acks each message on its own queue, each queue's acks apart (so
+// that a slow server holds up only its own). Unlike a Worker over one
+// Queue, a worker over several does not ack in its next claim's script,
+// nor do its handlers claim their next messages themselves in a backlog
+// (which would bypass the shares): each ack is a round trip of its own,
+// combined with the others of its queue that finish meanwhile.
 //
 // It panics on a nil h, no queues, a WorkerQueue with neither or both of
 // Queue and Partitioned, a negative Weight, a queue given twice, or a
@@ -102,99 +107,67 @@ func NewMultiWorker(h Handler, opts WorkerOptions, queues ...WorkerQueue) *Worke
 	if len(queues) == 0 {
 		panic("redisq: NewMultiWorker with no queues")
 	}
-	if len(queues) == 1 && queues[0].Queue != nil && queues[0].Partitioned == nil && queues[0].Weight >= 0 {
-		return NewWorker(queues[0].Queue, h, opts)
-	}
 	if h == nil {
 		panic("redisq: NewMultiWorker with a nil Handler")
 	}
 	seen := map[string]bool{}
 	var srcs []*source
 	for i, wq := range queues {
-		s := &source{q: wq.Queue, p: wq.Partitioned, weight: wq.Weight, kick: make(chan struct{}, 1)}
+		s := &source{weight: wq.Weight, kick: make(chan struct{}, 1)}
 		switch {
-		case (s.q == nil) == (s.p == nil):
+		case (wq.Queue == nil) == (wq.Partitioned == nil):
 			panic(fmt.Sprintf("redisq: NewMultiWorker: queue %d must set one of Queue and Partitioned", i))
 		case s.weight < 0:
 			panic(fmt.Sprintf("redisq: NewMultiWorker: queue %d has weight %d", i, s.weight))
 		case s.weight == 0:
 			s.weight = 1
 		}
-		if s.q != nil {
-			s.name, s.waits = s.q.name, []*Queue{s.q}
+		if wq.Queue != nil {
+			s.from = wq.Queue
 		} else {
-			s.name, s.waits = s.p.name, s.p.parts
+			s.from = wq.Partitioned
 		}
-		for _, q := range s.waits {
+		s.name = s.from.sourceName()
+		for _, q := range s.from.queues() {
 			if seen[q.name] {
 				panic(fmt.Sprintf("redisq: NewMultiWorker: queue %q given twice", q.name))
 			}
 			seen[q.name] = true
 		}
-		// Ready at the start: the first claims find out.
+		// Ready at the start: the first takes find out.
 		s.ready, s.notReady = true, make(chan struct{})
 		srcs = append(srcs, s)
 	}
-	first := srcs[0].waits[0]
-	w := newWorker(first, h, opts)
-	w.q = nil
-	w.srcs = srcs
-	w.strict = opts.StrictPriority
-	w.free = w.n
-	w.queueAcks = map[*Queue]*groupCommit[*Message]{}
-	for _, s := range srcs {
-		for _, q := range s.waits {
-			w.queueAcks[q] = w.newAcks()
-		}
-		w.beatQs = append(w.beatQs, s.waits...)
-		if s.q != nil && w.recurring {
-			w.keepQs = append(w.keepQs, s.q)
-		}
-	}
-	return w
+	srcs[0].alone = len(srcs) == 1
+	return newWorker(srcs, h, opts)
 }
 
-// multi reports whether the worker takes from sources (NewMultiWorker)
-// rather than from one Queue.
-func (w *Worker) multi() bool { return w.srcs != nil }
-
-// takeSources is the taking side of a worker over sources: a taker per
-// source (or, for one Partitioned queue alone, its blocking take) and the
-// waiters, until the worker stops or a queue is closed.
+// takeSources is the taking side: a taker per source, and the waiters of
+// the sources that share the handlers, until the worker stops or a queue
+// is closed.
 func (w *Worker) takeSources() {
-	if len(w.srcs) == 1 && w.srcs[0].p != nil {
-		w.takePartitioned(w.srcs[0].p)
-		return
-	}
 	w.gmu.Lock()
 	w.grantLocked()
 	w.gmu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range w.srcs {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.takeFor(s) }()
-		for _, q := range s.waits {
-			wg.Add(1)
-			go func() { defer wg.Done(); w.waitFor(s, q) }()
+		wg.Go(func() { w.takeFor(s) })
+		if s.alone {
+			continue
 		}
-		if s.p != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); w.watchHeld(s) }()
+		for _, q := range s.from.queues() {
+			wg.Go(func() { w.waitFor(s, q) })
+		}
+		if ch, stop := s.from.held(); ch != nil {
+			wg.Go(func() { defer stop(); w.watchHeld(s, ch) })
 		}
 	}
 	wg.Wait()
 }
 
-// handlerIdle gives back a handler that finished: to the taking goroutine
-// (one Queue) or to the grant step.
+// handlerIdle gives back k handlers that finished to the grant step.
 func (w *Worker) handlerIdle(k int) {
 	if k <= 0 {
-		return
-	}
-	if !w.multi() || len(w.srcs) == 1 && w.srcs[0].p != nil {
-		for range k {
-			w.idle <- struct{}{}
-		}
 		return
 	}
 	w.gmu.Lock()
@@ -262,9 +235,10 @@ func (w *Worker) higherReadyLocked(s *source) bool {
 }
 
 // setReadyLocked marks s ready or not: a source that turns not ready gives
-// its granted handlers back and lets its waiters wait. w.gmu must be held.
+// its granted handlers back and lets its waiters wait. A source alone is
+// always ready. w.gmu must be held.
 func (w *Worker) setReadyLocked(s *source, ready bool) {
-	if s.ready == ready {
+	if s.alone || s.ready == ready {
 		return
 	}
 	s.ready = ready
@@ -291,10 +265,10 @@ func (w *Worker) awaitGrant(s *source) (int, bool) {
 				s.got = 0
 				w.grantLocked()
 				if s.owed > 0 {
-					// No claim comes for them now: another consumer acts.
+					// No take comes for them now: another consumer acts.
 					s.owed = 0
 					w.gmu.Unlock()
-					s.waits[0].passWake()
+					s.from.queues()[0].passWake()
 					continue
 				}
 			} else {
@@ -313,49 +287,76 @@ func (w *Worker) awaitGrant(s *source) (int, bool) {
 	}
 }
 
-// takeFor is s's taker: it claims for the handlers granted to s and
-// dispatches what it leased, until the worker stops taking.
+// grantedMore returns k plus the handlers granted to s since awaitGrant
+// returned, up to MaxBatch (for a take that waited on its own).
+func (w *Worker) grantedMore(s *source, k int) int {
+	w.gmu.Lock()
+	defer w.gmu.Unlock()
+	more := min(s.got, MaxBatch-k)
+	s.got -= more
+	return k + more
+}
+
+// takeFor is s's taker: it takes for the handlers granted to s and
+// dispatches what it leased, until the worker stops taking. A source
+// whose take carries an ack has its queue's acks held between takes, and
+// each take carries the first of them (the others go at once).
 func (w *Worker) takeFor(s *source) {
+	acks := s.from.acksInTake() && s.alone
+	var held *groupCommit[*Message]
+	if acks {
+		held = w.acks[s.from.queues()[0]]
+		held.hold(true)
+		defer held.hold(false)
+	}
 	defer func() {
-		// Wake-ups consumed for a claim that will not come now.
+		// Wake-ups consumed for a take that will not come now.
 		w.gmu.Lock()
 		owed := s.owed
 		s.owed = 0
 		w.gmu.Unlock()
 		if owed > 0 {
-			s.waits[0].passWake()
+			s.from.queues()[0].passWake()
 		}
 	}()
+	lanes := s.from.laneClaims(s.alone)
 	fails := 0
 	for {
 		k, ok := w.awaitGrant(s)
 		if !ok {
 			return
 		}
-		var ms []*Message
-		var more bool
-		var err error
-		if s.q != nil {
-			ms, more, err = s.q.claimDue(w.takeCtx, k)
-		} else {
-			ctx, cancel := context.WithTimeout(w.takeCtx, partTakeWait)
-			ms, err = s.p.TakeBatch(ctx, k)
-			cancel()
-			if errors.Is(err, context.DeadlineExceeded) && w.takeCtx.Err() == nil {
-				err = nil // nothing came: not ready
+		var done *Message
+		first := func() *Message {
+			if acks {
+				done, _ = held.takeFirst()
 			}
-			// Items the take's claims brought beyond these wait for the
-			// next one.
-			more = len(ms) == k || s.p.tk.heldLen() > 0
+			return done
 		}
-		w.deliver(ms)
+		granted := k
+		grow := func(n int) int {
+			g := w.grantedMore(s, n)
+			granted += g - n
+			return g
+		}
+		ms, more, err := s.from.take(w.takeCtx, k, grow, first, s.alone)
+		if acks {
+			held.hold(true)
+		}
+		if done != nil {
+			w.settledByTake(done, err)
+		}
+		if errors.Is(err, ErrLeaseLost) || unconfirmed(err) {
+			err = nil // done's outcome, logged; what was taken is taken
+		}
+		w.deliver(ms, more && lanes)
 		failed := err != nil && w.takeCtx.Err() == nil && !errors.Is(err, ErrClosed)
 		w.gmu.Lock()
-		w.free += k - len(ms)
+		w.free += granted - len(ms)
 		if err == nil {
-			s.owed = 0 // the claim acted on them
+			s.owed = 0 // the take acted on them
 		}
-		// A failed claim keeps s ready, since its waiters would not look
+		// A failed take keeps s ready, since its waiters would not look
 		// before the wake cap, but pausing: its handlers go to the other
 		// queues until the taker retries.
 		w.setReadyLocked(s, failed || more)
@@ -367,8 +368,14 @@ func (w *Worker) takeFor(s *source) {
 		}
 		w.grantLocked()
 		w.gmu.Unlock()
+		if failed && acks {
+			held.hold(false) // the pause: the acks go at once
+		}
 		again := w.goOn(err, &fails, "Take", s.name)
 		if failed {
+			if acks {
+				held.hold(true)
+			}
 			w.gmu.Lock()
 			s.pausing = false
 			w.grantLocked()
@@ -380,13 +387,26 @@ func (w *Worker) takeFor(s *source) {
 	}
 }
 
+// settledByTake records what a take that carried done's ack did with it
+// (err is the take's).
+func (w *Worker) settledByTake(done *Message, err error) {
+	if w.acked(done, err) || done.acked.Load() { // acked by the take; what followed may have failed
+		w.unhold(1)
+		return
+	}
+	w.queueAck(done) // maybe not acked: the ack goroutine settles it
+}
+
 // waitFor is the waiter of s's queue q (s's own, or one of its
 // partitions): while s is not ready it waits for q to have work, then
 // makes s ready.
 func (w *Worker) waitFor(s *source, q *Queue) {
-	// The first wait follows the start, when s is ready: the taker's claim
-	// has just looked when it turns not ready, so the wait need not.
-	peek := s.p != nil // a Partitioned's take does not tell which partition is empty
+	// The first wait follows the start, when s is ready: the taker's take
+	// has just looked when it turns not ready, so the wait need not. A
+	// Partitioned's take does not tell which partition is empty: its
+	// waiters look.
+	_, partitioned := s.from.(*Partitioned)
+	peek := partitioned
 	fails := 0
 	for {
 		w.gmu.Lock()
@@ -401,7 +421,6 @@ func (w *Worker) waitFor(s *source, q *Queue) {
 			}
 		}
 		wk, err := q.waitWork(w.takeCtx, peek)
-		owe := wk.owes()
 		if !w.goOn(err, &fails, "waiting for work", q.name) {
 			return
 		}
@@ -409,29 +428,28 @@ func (w *Worker) waitFor(s *source, q *Queue) {
 			peek = true
 			continue
 		}
-		peek = s.p != nil
+		peek = partitioned
+		owe := wk.owes()
 		w.gmu.Lock()
 		w.setReadyLocked(s, true)
 		// A Partitioned queue's claims are its taker's, whose partition
 		// waits may sleep on the same marker: the wake-up goes to them.
-		pass := owe && (s.got == 0 || s.p != nil)
+		pass := owe && (s.got == 0 || partitioned)
 		if owe && !pass {
 			s.owed++
 		}
 		w.gmu.Unlock()
 		if pass {
 			// No handler for s now: pass the wake-up on to another
-			// consumer; the taker claims when a handler is granted.
+			// consumer; the taker takes when a handler is granted.
 			q.passWake()
 		}
 	}
 }
 
-// watchHeld makes a Partitioned source ready whenever its queue holds
-// claimed items that no take has (they came after the last take returned).
-func (w *Worker) watchHeld(s *source) {
-	ch, stop := s.p.tk.watchHeld()
-	defer stop()
+// watchHeld makes s ready whenever items claimed for it wait in the
+// process for a take (a Partitioned's that came after its last take).
+func (w *Worker) watchHeld(s *source, ch <-chan struct{}) {
 	for {
 		select {
 		case <-ch:
@@ -444,43 +462,10 @@ func (w *Worker) watchHeld(s *source) {
 	}
 }
 
-// takePartitioned is the taking side of a worker over one Partitioned
-// queue: each idle handler waits in a Partitioned.Take of its own, as
-// concurrent consumers do, so the queue's taker merges the partitions for
-// every idle handler at once (the taker batches their claims).
-func (w *Worker) takePartitioned(p *Partitioned) {
-	var wg sync.WaitGroup
-	for range w.n {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.takePartitionedOne(p) }()
-	}
-	wg.Wait()
-}
-
-// takePartitionedOne takes p's items, one per idle handler, until the
-// worker stops taking.
-func (w *Worker) takePartitionedOne(p *Partitioned) {
-	fails := 0
-	for {
-		select {
-		case <-w.idle:
-		case <-w.takeCtx.Done():
-			return
-		}
-		ms, err := p.TakeBatch(w.takeCtx, 1)
-		w.deliver(ms)
-		if len(ms) == 0 {
-			w.idle <- struct{}{}
-		}
-		if !w.goOn(err, &fails, "Take", p.name) {
-			return
-		}
-	}
-}
-
-// deliver hands leased messages to the handlers (which were idle for
-// them), or back at once when the worker is stopping.
-func (w *Worker) deliver(ms []*Message) {
+// deliver hands leased messages to the handlers (which were granted for
+// them), or back at once when the worker is stopping; more lets their
+// handlers claim their next messages themselves (runLane).
+func (w *Worker) deliver(ms []*Message, more bool) {
 	if len(ms) == 0 {
 		return
 	}
@@ -488,13 +473,13 @@ func (w *Worker) deliver(ms []*Message) {
 	w.held += len(ms)
 	stopping := w.stoppingLocked()
 	w.mu.Unlock()
-	if stopping { // claimed as Shutdown began: not started
+	if stopping { // taken as Shutdown began: not started
 		w.release(ms)
 		w.handlerIdle(len(ms))
 		return
 	}
 	for _, m := range ms {
-		w.jobs <- dispatch{m: m}
+		w.jobs <- dispatch{m: m, more: more}
 	}
 }
 
