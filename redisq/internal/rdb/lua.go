@@ -24,6 +24,8 @@ import (
 //     once, before the first;
 //   - of keys.lua, the keys of a queue one a line, only the keys the
 //     script names are kept (see assembler.text);
+//   - a helper of inlined (claim_due) is not defined: its body takes the
+//     place of the line "return NAME(args)" that calls it;
 //   - "{{NAME}}" is replaced by the Go constant of that name (placeholders),
 //     so that a bound or a list the Go code also uses is written once;
 //   - a script that may start the queue's sequence (it has next_seq) is
@@ -70,18 +72,34 @@ var placeholders = func() map[string]string {
 // lifeWrap. It panics on a missing file or placeholder: the files are part
 // of the binary.
 func assemble(name string) string {
-	a := assembler{seen: map[string]bool{}}
+	a := assembler{seen: map[string]bool{}, fns: map[string]inlineFn{}}
 	a.file("lua/" + name + ".lua")
 	return a.text()
 }
 
-// assembler assembles one script: the includes seen so far, the text, and
-// where in it keys.lua is (keysAt, keysEnd).
+// assembler assembles one script: the includes seen so far, the text,
+// where in it keys.lua is (keysAt, keysEnd), and the functions to inline
+// met so far (see inlined).
 type assembler struct {
 	seen            map[string]bool
 	out             strings.Builder
 	keysAt, keysEnd int
+	fns             map[string]inlineFn
 }
+
+// inlined are the helpers whose body takes the place of their call: a
+// script calls each only as its last line, "return NAME(args)", which
+// becomes "do local params = args <body> end" (the body's returns are the
+// script's). claim_due calls some thirty helpers, and Redis runs every
+// definition on every call: as a closure it would capture each of them,
+// about 3 µs a call (BenchmarkScriptPrefix), which the claim's text,
+// inlined, does not cost.
+var inlined = map[string]bool{"claim_due": true}
+
+// inlineFn is the text of a helper to inline: its parameters and body.
+type inlineFn struct{ params, body string }
+
+var tailCall = regexp.MustCompile(`^return ([a-z_]+)\((.*)\)$`)
 
 // file appends the text of the file at path, each of its includes
 // replaced by the include's own text unless seen already: an include
@@ -101,8 +119,29 @@ func (a *assembler) file(path string) {
 		}
 		return v
 	})
-	for _, line := range strings.Split(src, "\n") {
+	lines := strings.Split(src, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
 		inc, ok := strings.CutPrefix(line, "--@include ")
+		if name, params, def := strings.Cut(strings.TrimPrefix(line, "local function "), "("); def && strings.HasPrefix(line, "local function ") && inlined[name] {
+			// The function, up to its "end", is kept for its call.
+			var body strings.Builder
+			for i++; i < len(lines) && lines[i] != "end"; i++ {
+				if t := strings.TrimSpace(lines[i]); t != "" && !strings.HasPrefix(t, "--") {
+					body.WriteString(lines[i] + "\n")
+				}
+			}
+			a.fns[name] = inlineFn{strings.TrimSuffix(params, ")"), body.String()}
+			continue
+		}
+		if m := tailCall.FindStringSubmatch(line); m != nil && inlined[m[1]] {
+			fn, ok := a.fns[m[1]]
+			if !ok {
+				panic(fmt.Sprintf("rdb: %s: %s called before it is included", path, m[1]))
+			}
+			a.out.WriteString("do\nlocal " + fn.params + " = " + m[2] + "\n" + fn.body + "end\n")
+			continue
+		}
 		switch {
 		case ok && !a.seen[inc]:
 			a.seen[inc] = true

@@ -90,6 +90,15 @@ func TestAssemble(t *testing.T) {
 			t.Errorf("%s: new_member defined before next_seq, which it calls", name)
 		}
 	}
+	// The claim is a function in its file, and its body takes the place of
+	// the scripts' "return claim_due(...)".
+	for _, name := range []string{"claim", "ack_claim", "ack_many_claim"} {
+		src := assemble(name)
+		if strings.Contains(src, "claim_due") || !strings.Contains(src, "\ndo\nlocal now, frac, acked = now, frac") ||
+			!strings.HasSuffix(src, "  return claim_reply(out, acked)\nend\n") {
+			t.Errorf("%s: claim_due is not inlined at its call:\n%s", name, src[max(0, len(src)-300):])
+		}
+	}
 	if w, life := lifeWrap(src); !life || !strings.HasSuffix(w, "return {NEW_LIFE, r}") {
 		t.Error("a script that takes sequence numbers is not wrapped to report a new life")
 	}

@@ -38,6 +38,4 @@ local now, frac = now_ms()
 -- after its ack wrote).
 local acked = {}
 for j = 10, #ARGV, 3 do acked[#acked + 1] = ack_one(ARGV[j], ARGV[j + 1], now, ARGV[j + 2]) end
-local out = claim_due(now, frac)
-for _, a in ipairs(acked) do out[#out + 1] = a end
-return out
+return claim_due(now, frac, acked)

@@ -1,11 +1,15 @@
--- claim_due(now, frac) is the claim of the claim scripts (claim.lua, whose
--- header states ARGV[2..9], ack_claim.lua, ack_many_claim.lua), at Redis
--- TIME now ms and frac µs (now_ms): it reclaims expired leases
--- (reclaim_expired), leases up to ARGV[2] due items under their limits
--- and policies, and takes the timer for the next due item or lease
--- deadline. Returns the claim's reply {now, next, timed, item...}.
+-- claim_due(now, frac, acked) is the claim of the claim scripts
+-- (claim.lua, whose header states ARGV[2..9], ack_claim.lua,
+-- ack_many_claim.lua), at Redis TIME now ms and frac µs (now_ms): it
+-- reclaims expired leases (reclaim_expired), leases up to ARGV[2] due
+-- items under their limits and policies, and takes the timer for the next
+-- due item or lease deadline. Returns the claim's reply {now, next, timed,
+-- item...}, then acked (the outcomes of ack_many_claim's acks) if given.
+-- A script calls it as its last line, "return claim_due(...)": the
+-- assembler puts the body there (see inlined in lua.go).
 --
--- MAXWAIT (ms) bounds next, and so the timer's TTL.
+-- MAXWAIT (ms) bounds next, and so the timer's TTL; claim_reply appends
+-- acked to the reply.
 --@include keys
 --@include after
 --@include reclaim_expired
@@ -33,11 +37,17 @@
 --@include waiting_end
 
 local MAXWAIT = 86400000
-local function claim_due(now, frac)
+local function claim_reply(out, acked)
+  if acked then
+    for _, a in ipairs(acked) do out[#out + 1] = a end
+  end
+  return out
+end
+local function claim_due(now, frac, acked)
   -- A paused queue (see Pause) leases nothing and takes no timer: its
   -- consumers wait on the marker, which Resume rings.
   local qf = redis.call('HMGET', K_SEQ, 'paused', 'lim', 'cc', 'ql')
-  if qf[1] then return {now, -1, 0} end
+  if qf[1] then return claim_reply({now, -1, 0}, acked) end
   local mp = ARGV[1]
   local n = math.min(tonumber(ARGV[2]), {{SCRIPT_BATCH}})
   local rearm = false
@@ -232,5 +242,5 @@ local function claim_due(now, frac)
   if rearm then redis.call('ZADD', K_WAKE, 0, 'w') end
   out[2] = nxt
   out[3] = timed
-  return out
+  return claim_reply(out, acked)
 end
