@@ -7,7 +7,7 @@ import (
 )
 
 // auditLimits checks the indexes of the rate and concurrency limits (see
-// lua/include/rate.lua and conc.lua) against the items that Audit read:
+// lua/include/rate_one.lua and conc_one.lua) against the items that Audit read:
 // limited holds, by member, each item with a limit key or a limit's field,
 // and score each member of sched's score. An item waiting for a rate slot
 // (wt) is scheduled and in its key's rw (or rx); one waiting for a place

@@ -73,3 +73,11 @@ var (
 )
 
 const slotKeysAtOnce = rdb.SlotKeysAtOnce
+
+// activeNow reports whether the taker is in an active period: its pumps
+// claim ahead for callers.
+func (t *taker) activeNow() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.active
+}

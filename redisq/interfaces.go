@@ -64,11 +64,44 @@ type Admin interface {
 	Close() error
 }
 
+// Limiter sets and reads a queue's rate and concurrency limits and its
+// uniqueness windows, by limit key (or unique key). On a Partitioned queue
+// a key's are its partition's, which holds every item of the key.
+type Limiter interface {
+	SetRateLimit(ctx context.Context, key string, l RateLimit) error
+	RateLimitState(ctx context.Context, key string) (LimitState, error)
+	RateLimits(ctx context.Context) ([]LimitState, error)
+	TopRateLimits(ctx context.Context, n, scan int) ([]LimitState, LimitTotals, error)
+	SetConcurrencyLimit(ctx context.Context, key string, k int) error
+	ConcurrencyLimitState(ctx context.Context, key string) (ConcurrencyState, error)
+	ConcurrencyLimits(ctx context.Context) ([]ConcurrencyState, error)
+	TopConcurrencyLimits(ctx context.Context, n, scan int) ([]ConcurrencyState, LimitTotals, error)
+	UniqueWindow(ctx context.Context, key string) (UniqueWindow, error)
+	ReleaseUnique(ctx context.Context, key string) (bool, error)
+}
+
+// Recurring registers, operates and keeps a queue's recurring jobs. On a
+// Partitioned queue a registration is its name's partition's.
+type Recurring interface {
+	Register(ctx context.Context, name string, s Schedule, payload []byte, opts ...RegisterOption) (RegisterOutcome, error)
+	Unregister(ctx context.Context, name string) (bool, error)
+	Registration(ctx context.Context, name string) (Registration, error)
+	Registrations(ctx context.Context) ([]Registration, error)
+	PauseRecurring(ctx context.Context, name string) (bool, error)
+	ResumeRecurring(ctx context.Context, name string) (bool, error)
+	Backfill(ctx context.Context, name string, from, to time.Time) (BackfillResult, error)
+	KeepRecurring(ctx context.Context) error
+}
+
 var (
-	_ Producer = (*Queue)(nil)
-	_ Producer = (*Partitioned)(nil)
-	_ Consumer = (*Queue)(nil)
-	_ Consumer = (*Partitioned)(nil)
-	_ Admin    = (*Queue)(nil)
-	_ Admin    = (*Partitioned)(nil)
+	_ Limiter   = (*Queue)(nil)
+	_ Limiter   = (*Partitioned)(nil)
+	_ Recurring = (*Queue)(nil)
+	_ Recurring = (*Partitioned)(nil)
+	_ Producer  = (*Queue)(nil)
+	_ Producer  = (*Partitioned)(nil)
+	_ Consumer  = (*Queue)(nil)
+	_ Consumer  = (*Partitioned)(nil)
+	_ Admin     = (*Queue)(nil)
+	_ Admin     = (*Partitioned)(nil)
 )

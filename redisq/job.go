@@ -137,9 +137,9 @@ func Retention(d time.Duration) JobOption { return func(j *Job) { j.Retention = 
 // from the enqueue that took it and is released only by time (or by
 // Queue.ReleaseUnique), not by the item's run or deletion; an enqueue of
 // the same key meanwhile returns ErrUniqueHeld. Unique applies to Enqueue,
-// Add, EnqueueMany and JobKind's; Schedule, ScheduleItem, recurring
-// registrations and Partitioned refuse it (a Partitioned routes by id, so
-// one key's enqueues would not meet in one partition).
+// Add, EnqueueMany and JobKind's, of a Queue or a Partitioned (which
+// keeps every item of the key in the key's partition); Schedule,
+// ScheduleItem and recurring registrations refuse it.
 func Unique(key string, window time.Duration) JobOption {
 	return func(j *Job) { j.UniqueKey, j.UniqueFor = key, window }
 }
@@ -168,8 +168,8 @@ func Debounce(key string, window time.Duration) JobOption {
 // LimitKey makes the item's starts count against key's rate and
 // concurrency limits (see Queue.SetRateLimit, Queue.SetConcurrencyLimit)
 // instead of the queue's own. Items of a key without a limit are not
-// limited. Partitioned refuses it (a Partitioned routes by
-// id, so one key's items would be limited per partition).
+// limited. A Partitioned keeps every item of the key in the key's
+// partition, so that its limits are exact.
 func LimitKey(key string) JobOption {
 	return func(j *Job) { j.LimitKey = key }
 }
@@ -235,14 +235,6 @@ func (j *Job) check() error {
 func (j *Job) noUnique(where string) error {
 	if j.UniqueKey != "" || j.UniqueFor != 0 || j.Debounce {
 		return fmt.Errorf("redisq: %s does not take Unique (a uniqueness window applies to Enqueue, Add and EnqueueMany of a Queue)", where)
-	}
-	return nil
-}
-
-// noLimitKey refuses a Job with a LimitKey where a limit cannot hold.
-func (j *Job) noLimitKey(where string) error {
-	if j.LimitKey != "" {
-		return fmt.Errorf("redisq: %s does not take LimitKey (rate limits apply to a Queue)", where)
 	}
 	return nil
 }

@@ -7,8 +7,8 @@ import (
 	"sync"
 )
 
-// Register registers the recurring job name on q with a typed value, as
-// Queue.Register does with a payload: every occurrence carries v encoded
+// Register registers the recurring job name on q (a Queue or a
+// Partitioned) with a typed value, as Queue.Register does with a payload: every occurrence carries v encoded
 // by the kind's Codec, the kind's Name and its Defaults (then its opts;
 // a RegisterJob among them replaces the Defaults, and the Kind stays the
 // kind's). So a handler registered by k.Handle decodes every occurrence:
@@ -16,7 +16,7 @@ import (
 //	var digest = redisq.JobKind[Digest]{Name: "digest"}
 //	daily, _ := redisq.Cron("CRON_TZ=Europe/Paris 0 9 * * *")
 //	_, err := digest.Register(ctx, q, "digest", daily, Digest{List: "all"})
-func (k JobKind[T]) Register(ctx context.Context, q *Queue, name string, s Schedule, v T, opts ...RegisterOption) (RegisterOutcome, error) {
+func (k JobKind[T]) Register(ctx context.Context, q Recurring, name string, s Schedule, v T, opts ...RegisterOption) (RegisterOutcome, error) {
 	b, err := k.codec().Marshal(v)
 	if err != nil {
 		return 0, fmt.Errorf("redisq: encoding the payload of registration %q (kind %q): %w", name, k.Name, err)

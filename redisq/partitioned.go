@@ -58,15 +58,24 @@ var ErrBadPartitionTable = errors.New("redisq: bad partition table")
 //
 // # Routing
 //
-// Every item has a key that chooses its partition: its id, unless it was
-// enqueued through Route(key). The partition of a key is the 32-bit FNV-1a
-// hash of its bytes modulo P (PartitionOf), fixed for the life of the
-// queue. Enqueue, Schedule, Cancel, Reschedule, Get and the dead-letter
-// calls of Partitioned route by the id; items that share an ordering key
-// are enqueued and addressed through Route(key), which returns their
-// partition's Queue, so that they stay FIFO in one partition. Ids are
-// unique per partition: the same id enqueued under two keys that route to
-// different partitions is two items (Locate finds where an id lives).
+// Every item has a key that chooses its partition: its id, unless its Job
+// has a limit key or a unique key (then that key: every item of the key
+// meets in one partition, where its limits and window are exact), or it
+// was enqueued through Route(key), or it is an occurrence of a recurring
+// registration (which lives in its name's partition). The partition of a
+// key is the 32-bit FNV-1a hash of its bytes modulo P (PartitionOf), fixed
+// for the life of the queue. Cancel, Reschedule, Get, RunNow and the
+// dead-letter calls look in the id's partition first, and in the others
+// when the item is not there. Items that share an ordering key are
+// enqueued through Route(key), which returns their partition's Queue, so
+// that they stay FIFO in one partition. Ids are unique per partition: the
+// same id enqueued under two keys that route to different partitions is
+// two items (Locate finds where an id lives).
+//
+// The limits and uniqueness windows of a key (Limiter) and the recurring
+// registrations (Recurring) are those of the partition that holds the key
+// or the registration, so they behave as on a Queue; see SetRateLimit and
+// Register.
 //
 // # Taking
 //
@@ -431,9 +440,9 @@ func (p *Partitioned) PartitionOf(key string) int {
 // Route returns the partition Queue of the ordering key key. Enqueue items
 // that must stay in FIFO order among themselves (equal due times delivered
 // in enqueue order, one partition's due order) through the Queue of their
-// common key, and address them (Cancel, Reschedule, Get, …) through it
-// too: Partitioned's own calls route by the id, which may be another
-// partition.
+// common key. Partitioned's own calls by id find them too (see byID), at
+// the cost of looking in every partition once the id's own has no such
+// item; addressing them through the key's Queue costs one round trip.
 func (p *Partitioned) Route(key string) *Queue { return p.parts[p.PartitionOf(key)] }
 
 // PartitionOfMessage returns the partition that m was taken from, or -1
@@ -469,57 +478,64 @@ func (p *Partitioned) ScheduleAfter(ctx context.Context, id string, payload []by
 	return p.Route(id).ScheduleAfter(ctx, id, payload, delay)
 }
 
-// Add is Queue.Add on the partition of it.ID. A Job with a unique key
-// (Unique, Debounce) is refused: one key's enqueues would not meet in one
-// partition.
+// Add is Queue.Add on the partition of the item: its limit key's or its
+// unique key's when its Job has one (so that the key's limits and window
+// are exact), else its id's. An id is unique within its partition: keep
+// an item's keys the same across its enqueues, or it can exist twice.
 func (p *Partitioned) Add(ctx context.Context, it EnqueueItem) (time.Time, error) {
-	if err := errors.Join(it.Job.noUnique("Partitioned"), it.Job.noLimitKey("Partitioned")); err != nil {
+	k, err := p.partitionOfItem(it)
+	if err != nil {
 		return time.Time{}, err
 	}
-	return p.Route(it.ID).Add(ctx, it)
+	return p.parts[k].Add(ctx, it)
 }
 
-// ScheduleItem is Queue.ScheduleItem on the partition of it.ID.
+// ScheduleItem is Queue.ScheduleItem on the partition of the item (see
+// Add).
 func (p *Partitioned) ScheduleItem(ctx context.Context, it EnqueueItem) (ScheduleResult, error) {
-	if err := it.Job.noLimitKey("Partitioned"); err != nil {
+	k, err := p.partitionOfItem(it)
+	if err != nil {
 		return ScheduleResult{}, err
 	}
-	return p.Route(it.ID).ScheduleItem(ctx, it)
+	return p.parts[k].ScheduleItem(ctx, it)
 }
 
-// Cancel is Queue.Cancel on the partition of id.
+// Cancel is Queue.Cancel on the partition that holds id (see byID).
 func (p *Partitioned) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
-	return p.Route(id).Cancel(ctx, id)
+	return byID(p, id, func(q *Queue) (CancelOutcome, error) { return q.Cancel(ctx, id) })
 }
 
-// Reschedule is Queue.Reschedule on the partition of id.
+// Reschedule is Queue.Reschedule on the partition that holds id.
 func (p *Partitioned) Reschedule(ctx context.Context, id string, at time.Time) error {
-	return p.Route(id).Reschedule(ctx, id, at)
+	_, err := byID(p, id, func(q *Queue) (struct{}, error) { return struct{}{}, q.Reschedule(ctx, id, at) })
+	return err
 }
 
-// RescheduleAfter is Queue.RescheduleAfter on the partition of id.
+// RescheduleAfter is Queue.RescheduleAfter on the partition that holds id.
 func (p *Partitioned) RescheduleAfter(ctx context.Context, id string, delay time.Duration) (time.Time, error) {
-	return p.Route(id).RescheduleAfter(ctx, id, delay)
+	return byID(p, id, func(q *Queue) (time.Time, error) { return q.RescheduleAfter(ctx, id, delay) })
 }
 
-// Get is Queue.Get on the partition of id.
+// Get is Queue.Get on the partition that holds id.
 func (p *Partitioned) Get(ctx context.Context, id string) (Item, error) {
-	return p.Route(id).Get(ctx, id)
+	return byID(p, id, func(q *Queue) (Item, error) { return q.Get(ctx, id) })
 }
 
-// GetPrefix is Queue.GetPrefix on the partition of id.
+// GetPrefix is Queue.GetPrefix on the partition that holds id.
 func (p *Partitioned) GetPrefix(ctx context.Context, id string, max int) (Item, error) {
-	return p.Route(id).GetPrefix(ctx, id, max)
+	return byID(p, id, func(q *Queue) (Item, error) { return q.GetPrefix(ctx, id, max) })
 }
 
-// RequeueDead is Queue.RequeueDead on the partition of id.
+// RequeueDead is Queue.RequeueDead on the partition that holds id.
 func (p *Partitioned) RequeueDead(ctx context.Context, id string) error {
-	return p.Route(id).RequeueDead(ctx, id)
+	_, err := byID(p, id, func(q *Queue) (struct{}, error) { return struct{}{}, q.RequeueDead(ctx, id) })
+	return err
 }
 
-// DeleteDead is Queue.DeleteDead on the partition of id.
+// DeleteDead is Queue.DeleteDead on the partition that holds id.
 func (p *Partitioned) DeleteDead(ctx context.Context, id string) error {
-	return p.Route(id).DeleteDead(ctx, id)
+	_, err := byID(p, id, func(q *Queue) (struct{}, error) { return struct{}{}, q.DeleteDead(ctx, id) })
+	return err
 }
 
 // Locate returns the partitions that hold the item id, in partition
@@ -549,8 +565,8 @@ func (p *Partitioned) Locate(ctx context.Context, id string) ([]int, error) {
 	return at, err
 }
 
-// EnqueueMany is Queue.EnqueueMany with every item on the partition of its
-// id: the items of each partition are sent as one EnqueueMany, in slice
+// EnqueueMany is Queue.EnqueueMany with every item on its partition (see
+// Add): the items of each partition are sent as one EnqueueMany, in slice
 // order, and the partitions concurrently (one round trip each, at the same
 // time). It returns one result per item, in order, and the error of the
 // earliest item whose round trip failed (nil when every item got an
@@ -564,13 +580,13 @@ func (p *Partitioned) EnqueueMany(ctx context.Context, items []EnqueueItem) ([]E
 		if err := items[i].Job.check(); err != nil {
 			return nil, err
 		}
-		if err := errors.Join(items[i].Job.noUnique("Partitioned"), items[i].Job.noLimitKey("Partitioned")); err != nil {
-			return nil, err
-		}
 	}
 	byPart := make([][]int, len(p.parts))
 	for i, it := range items {
-		k := p.PartitionOf(it.ID)
+		k, err := p.partitionOfItem(it)
+		if err != nil {
+			return nil, err
+		}
 		byPart[k] = append(byPart[k], i)
 	}
 	res := make([]EnqueueResult, len(items))

@@ -491,9 +491,9 @@ func ListPartitioned(ctx context.Context, c redis.UniversalClient) ([]Partitione
 	return out, nil
 }
 
-// RunNow is Queue.RunNow on the partition of id.
+// RunNow is Queue.RunNow on the partition that holds id (see byID).
 func (p *Partitioned) RunNow(ctx context.Context, id string) (RunNowResult, error) {
-	return p.Route(id).RunNow(ctx, id)
+	return byID(p, id, func(q *Queue) (RunNowResult, error) { return q.RunNow(ctx, id) })
 }
 
 // RequeueDeadByReason is Queue.RequeueDeadByReason on every partition

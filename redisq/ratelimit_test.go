@@ -225,9 +225,18 @@ func TestRateLimitRefused(t *testing.T) {
 	require.ErrorContains(t, q.SetRateLimit(ctx, strings.Repeat("k", MaxLimitKeyLen+1), RateLimit{N: 1, Per: time.Second}), "MaxLimitKeyLen")
 	_, err := q.Add(ctx, EnqueueItem{ID: "x", Job: Job{LimitKey: strings.Repeat("k", MaxLimitKeyLen+1)}})
 	require.ErrorContains(t, err, "MaxLimitKeyLen")
+	// A Partitioned queue keeps a key's limits in its partition: the
+	// items without a key, spread over them, cannot have one, nor an item
+	// whose two keys are of different partitions.
 	p := newPartitioned(t, c, "rate-bad-p", 2)
-	_, err = p.Add(ctx, EnqueueItem{ID: "x", Job: Job{LimitKey: "k"}})
-	require.ErrorContains(t, err, "does not take LimitKey")
+	require.ErrorContains(t, p.SetRateLimit(ctx, "", RateLimit{N: 1, Per: time.Second}), "give them a key")
+	require.ErrorContains(t, p.SetConcurrencyLimit(ctx, "", 1), "give them a key")
+	lk, uk := "k", "k"
+	for i := 0; p.PartitionOf(uk) == p.PartitionOf(lk); i++ {
+		uk = fmt.Sprint("u", i)
+	}
+	_, err = p.Add(ctx, EnqueueItem{ID: "x", Job: Job{LimitKey: lk, UniqueKey: uk, UniqueFor: time.Minute}})
+	require.ErrorContains(t, err, "must share one")
 	// A far-future key name with any bytes is a key like any other.
 	odd := "\xff\x00‮tenant"
 	require.NoError(t, q.SetRateLimit(ctx, odd, RateLimit{N: 3, Per: MaxRatePer}))

@@ -10,7 +10,7 @@ import (
 // This file holds the occurrence policies of recurring registrations:
 // what becomes of an occurrence that would start while an earlier one
 // still runs (Overlap), or too late (CatchUpWindow). The claim applies
-// them (lua/include/occurrence.lua), atomically with the lease, so they
+// them (lua/include/occ_read.lua, occ_skip.lua), atomically with the lease, so they
 // hold across any number of consumers.
 
 // OverlapPolicy says what becomes of an occurrence of a recurring

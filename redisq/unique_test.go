@@ -195,10 +195,10 @@ func TestUniqueRefused(t *testing.T) {
 	_, err = q.Register(ctx, "every", Every(time.Minute), nil, RegisterJob(ok))
 	require.ErrorContains(t, err, "does not take Unique")
 	p := newPartitioned(t, c, "uniq-parts", 2)
-	_, err = p.Add(ctx, EnqueueItem{ID: "a", Job: ok})
-	require.ErrorContains(t, err, "Partitioned does not take Unique")
-	_, err = p.EnqueueMany(ctx, []EnqueueItem{{ID: "a", Job: ok}})
-	require.ErrorContains(t, err, "Partitioned does not take Unique")
+	_, err = p.ScheduleItem(ctx, EnqueueItem{ID: "a", Job: ok})
+	require.ErrorContains(t, err, "Schedule does not take Unique")
+	_, err = p.Register(ctx, "every", Every(time.Minute), nil, RegisterJob(ok))
+	require.ErrorContains(t, err, "does not take Unique")
 	for _, bad := range []Job{
 		{UniqueKey: "", UniqueFor: time.Minute},
 		{UniqueKey: "k"},

@@ -251,8 +251,8 @@ func newWorker(srcs []*source, h Handler, opts WorkerOptions) *Worker {
 			w.acks[q] = w.newAcks()
 		}
 		w.beatQs = append(w.beatQs, s.from.queues()...)
-		if q := s.from.keeps(); q != nil && w.recurring {
-			w.keepQs = append(w.keepQs, q)
+		if w.recurring {
+			w.keepQs = append(w.keepQs, s.from.keeps()...)
 		}
 	}
 	return w

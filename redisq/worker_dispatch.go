@@ -91,7 +91,7 @@ type source struct {
 // work (a blocking wait on its wake marker, one per partition), so an
 // idle worker over k queues costs what k idle Workers do; a handler is
 // granted to a queue before a message is leased for it. The worker keeps
-// the recurring registrations of its ordinary queues (unless
+// the recurring registrations of its queues (every partition's; unless
 // opts.NoRecurring), writes its heartbeat to each queue (each partition),
 // and acks each message on its own queue, each queue's acks apart (so
 // that a slow server holds up only its own). Unlike a Worker over one

@@ -36,9 +36,8 @@ type workSource interface {
 	// source wait in the process for a take (nil: never), and the function
 	// that stops it.
 	held() (<-chan struct{}, func())
-	// keeps is the queue whose recurring registrations the worker keeps
-	// (nil: none).
-	keeps() *Queue
+	// keeps are the queues whose recurring registrations the worker keeps.
+	keeps() []*Queue
 }
 
 var (
@@ -51,7 +50,7 @@ func (q *Queue) queues() []*Queue                { return []*Queue{q} }
 func (q *Queue) acksInTake() bool                { return true }
 func (q *Queue) laneClaims(alone bool) bool      { return alone }
 func (q *Queue) held() (<-chan struct{}, func()) { return nil, func() {} }
-func (q *Queue) keeps() *Queue                   { return q }
+func (q *Queue) keeps() []*Queue                 { return []*Queue{q} }
 
 // take is a Worker's claim on q. Alone, it waits as Take does; when this
 // Queue's next due time is a few milliseconds away it waits for it here
@@ -135,7 +134,7 @@ func (p *Partitioned) laneClaims(alone bool) bool { return false }
 func (p *Partitioned) held() (<-chan struct{}, func()) {
 	return p.tk.watchHeld()
 }
-func (p *Partitioned) keeps() *Queue { return nil }
+func (p *Partitioned) keeps() []*Queue { return p.parts }
 
 // partTakeWait bounds a Partitioned queue's take in a Worker over several
 // queues: the handlers granted to it go back to the others if nothing
