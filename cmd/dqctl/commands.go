@@ -885,7 +885,7 @@ func headerName(k string) string {
 // the partitions Locate finds (an item enqueued under an ordering key);
 // when several hold it, the first, saying so on stderr.
 func getPartitioned(e *env, p *redisq.Partitioned, id string) (redisq.Item, int, error) {
-	it, err := p.Get(e.ctx, id)
+	it, err := p.Partition(p.PartitionOf(id)).Get(e.ctx, id)
 	if !errors.Is(err, redisq.ErrNotFound) {
 		return it, p.PartitionOf(id), err
 	}
